@@ -1,0 +1,469 @@
+#include "client/cli_args.h"
+
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "client/cat.h"
+
+namespace lawn {
+namespace {
+
+using internal::Cat;
+
+// ---- Durations ---------------------------------------------------------------------------------------------
+
+constexpr uint64_t kMaxNanos = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+constexpr uint64_t kNanosPerUs = 1'000;
+constexpr uint64_t kNanosPerMs = 1'000'000;
+constexpr uint64_t kNanosPerSecond = 1'000'000'000;
+constexpr uint64_t kNanosPerMinute = 60 * kNanosPerSecond;
+constexpr uint64_t kNanosPerHour = 60 * kNanosPerMinute;
+
+struct DurationUnit {
+  std::string_view name;
+  uint64_t nanos;
+};
+// Two-letter names first, so "ms" is not read as "m" followed by garbage.
+constexpr DurationUnit kDurationUnits[] = {
+    {"ns", 1}, {"us", kNanosPerUs}, {"ms", kNanosPerMs}, {"h", kNanosPerHour}, {"m", kNanosPerMinute},
+    {"s", kNanosPerSecond},
+};
+constexpr std::string_view kDurationHint = "use a number and a unit (ns, us, ms, s, m, h), e.g. 500ms, 1.5s, 1h30m";
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// `text` as a uint64_t: plain decimal digits only (no sign, no blanks); false if empty, not digits, or too big.
+bool ParseDigits(std::string_view text, uint64_t& out) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, out);
+  return !text.empty() && error == std::errc() && ptr == end;
+}
+
+// "<whole>.<fraction>" of `value` nanos in units of `unit` nanos (a power of ten), trailing zeros dropped.
+std::string Decimal(uint64_t value, uint64_t unit) {
+  std::string text = std::to_string(value / unit);
+  uint64_t rest = value % unit;
+  if (rest == 0) return text;
+  std::string fraction;
+  for (uint64_t place = unit / 10; place > 0; place /= 10) {
+    fraction.push_back(static_cast<char>('0' + rest / place));
+    rest %= place;
+  }
+  while (fraction.back() == '0') fraction.pop_back();
+  return text + "." + fraction;
+}
+
+// ---- Flags and commands ------------------------------------------------------------------------------------
+
+struct CommandSpec {
+  std::string_view name;
+  CliCommand command;
+  bool takes_id;
+};
+constexpr CommandSpec kCommands[] = {
+    {"start", CliCommand::kStart, true},   {"delete", CliCommand::kDelete, true},
+    {"get", CliCommand::kGet, true},       {"reschedule", CliCommand::kReschedule, true},
+    {"list", CliCommand::kList, false},    {"subscribe", CliCommand::kSubscribe, false},
+    {"health", CliCommand::kHealth, false}, {"stats", CliCommand::kStats, false},
+};
+
+constexpr unsigned Bit(CliCommand c) { return 1u << static_cast<unsigned>(c); }
+constexpr unsigned kGlobal = ~0u;
+constexpr unsigned kWithNamespace = Bit(CliCommand::kStart) | Bit(CliCommand::kDelete) | Bit(CliCommand::kGet) |
+                                    Bit(CliCommand::kReschedule) | Bit(CliCommand::kList) |
+                                    Bit(CliCommand::kSubscribe);
+constexpr unsigned kWithWhen = Bit(CliCommand::kStart) | Bit(CliCommand::kReschedule);
+
+// Sets one field of CliArgs from a flag's value ("" for a flag without a value).
+using Setter = absl::Status (*)(std::string_view value, CliArgs& args);
+
+struct FlagSpec {
+  std::string_view name;        // Without the leading "--".
+  std::string_view short_name;  // Without the leading "-"; "" for none.
+  std::string_view value_name;  // "" for a flag that takes no value.
+  unsigned commands;            // Bit(command) of each command that accepts it; kGlobal for all.
+  Setter set;
+};
+
+absl::Status SetDuration(std::string_view value, std::optional<std::chrono::nanoseconds>& out) {
+  absl::StatusOr<std::chrono::nanoseconds> d = ParseDurationArg(value);
+  if (!d.ok()) return d.status();
+  out = *d;
+  return absl::OkStatus();
+}
+
+template <typename Int>
+absl::Status SetInteger(std::string_view value, uint64_t max, Int& out) {
+  uint64_t n = 0;
+  if (!ParseDigits(value, n) || n > max) {
+    return absl::InvalidArgumentError(
+        Cat("\"", value, "\" is not a whole number in 0..", max));
+  }
+  out = static_cast<Int>(n);
+  return absl::OkStatus();
+}
+
+constexpr FlagSpec kFlags[] = {
+    {"addr", "", "HOST:PORT", kGlobal,
+     [](std::string_view v, CliArgs& a) {
+       if (v.empty()) return absl::InvalidArgumentError("an empty address; use HOST:PORT");
+       a.addr = std::string(v);
+       return absl::OkStatus();
+     }},
+    {"json", "", "", kGlobal,
+     [](std::string_view, CliArgs& a) {
+       a.json = true;
+       return absl::OkStatus();
+     }},
+    {"timeout", "", "DUR", kGlobal,
+     [](std::string_view v, CliArgs& a) {
+       absl::StatusOr<std::chrono::nanoseconds> d = ParseDurationArg(v);
+       if (!d.ok()) return d.status();
+       if (*d <= std::chrono::nanoseconds::zero()) return absl::InvalidArgumentError("must be more than 0");
+       a.timeout = *d;
+       return absl::OkStatus();
+     }},
+    {"namespace", "n", "NS", kWithNamespace,
+     [](std::string_view v, CliArgs& a) {
+       a.ns = std::string(v);
+       return absl::OkStatus();
+     }},
+    {"ttl", "", "DUR", kWithWhen, [](std::string_view v, CliArgs& a) { return SetDuration(v, a.ttl); }},
+    {"deadline", "", "RFC3339", kWithWhen,
+     [](std::string_view v, CliArgs& a) {
+       absl::StatusOr<std::chrono::system_clock::time_point> t = ParseDeadlineArg(v);
+       if (!t.ok()) return t.status();
+       a.deadline = *t;
+       return absl::OkStatus();
+     }},
+    {"payload", "", "STR", Bit(CliCommand::kStart),
+     [](std::string_view v, CliArgs& a) {
+       a.payload = std::string(v);
+       return absl::OkStatus();
+     }},
+    {"interval", "", "DUR", Bit(CliCommand::kStart),
+     [](std::string_view v, CliArgs& a) {
+       absl::Status s = SetDuration(v, a.interval);
+       if (s.ok() && *a.interval <= std::chrono::nanoseconds::zero()) {
+         return absl::InvalidArgumentError("must be more than 0");
+       }
+       return s;
+     }},
+    {"replace", "", "", Bit(CliCommand::kStart),
+     [](std::string_view, CliArgs& a) {
+       a.replace = true;
+       return absl::OkStatus();
+     }},
+    {"page-size", "", "N", Bit(CliCommand::kList),
+     [](std::string_view v, CliArgs& a) { return SetInteger(v, 1000, a.page_size); }},
+    {"page-token", "", "TOKEN", Bit(CliCommand::kList),
+     [](std::string_view v, CliArgs& a) {
+       a.page_token = std::string(v);
+       return absl::OkStatus();
+     }},
+    {"all", "", "", Bit(CliCommand::kList),
+     [](std::string_view, CliArgs& a) {
+       a.all = true;
+       return absl::OkStatus();
+     }},
+    {"max-in-flight", "", "N", Bit(CliCommand::kSubscribe),
+     [](std::string_view v, CliArgs& a) {
+       return SetInteger(v, std::numeric_limits<uint32_t>::max(), a.max_in_flight);
+     }},
+    {"observe", "", "", Bit(CliCommand::kSubscribe),
+     [](std::string_view, CliArgs& a) {
+       a.observe = true;
+       return absl::OkStatus();
+     }},
+    {"count", "", "N", Bit(CliCommand::kSubscribe),
+     [](std::string_view v, CliArgs& a) {
+       absl::Status s = SetInteger(v, std::numeric_limits<uint64_t>::max(), a.count);
+       if (s.ok() && a.count == 0) return absl::InvalidArgumentError("must be at least 1");
+       return s;
+     }},
+    {"for", "", "DUR", Bit(CliCommand::kSubscribe),
+     [](std::string_view v, CliArgs& a) { return SetDuration(v, a.for_duration); }},
+    {"service", "", "NAME", Bit(CliCommand::kHealth),
+     [](std::string_view v, CliArgs& a) {
+       a.service = std::string(v);
+       return absl::OkStatus();
+     }},
+};
+
+const FlagSpec* FindFlag(std::string_view name, bool is_short) {
+  for (const FlagSpec& flag : kFlags) {
+    if ((is_short ? flag.short_name : flag.name) == name && !name.empty()) return &flag;
+  }
+  return nullptr;
+}
+
+const CommandSpec* FindCommand(std::string_view name) {
+  for (const CommandSpec& command : kCommands) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+struct FlagValue {
+  const FlagSpec* flag;
+  std::string spelled;  // As written ("-n", "--ttl"), for messages.
+  std::string value;
+};
+
+absl::Status UsageError(const std::string& message) { return absl::InvalidArgumentError(message); }
+
+}  // namespace
+
+int ExitCodeFor(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return kExitOk;
+    case absl::StatusCode::kNotFound:
+      return kExitNotFound;
+    case absl::StatusCode::kAlreadyExists:
+      return kExitAlreadyExists;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kExitUnavailable;
+    case absl::StatusCode::kInvalidArgument:
+      return kExitInvalidArgument;
+    case absl::StatusCode::kResourceExhausted:
+      return kExitResourceExhausted;
+    default:
+      return kExitError;
+  }
+}
+
+absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr) {
+  CliArgs out;
+  out.addr = std::string(default_addr);
+  const CommandSpec* command = nullptr;
+  std::vector<FlagValue> flags;
+  std::vector<std::string> positionals;
+  bool help = false;
+  bool flags_done = false;  // After "--" everything is positional (an id may start with '-').
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!flags_done && arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (!flags_done && (arg == "--help" || arg == "-h")) {
+      help = true;
+      continue;
+    }
+    if (!flags_done && arg.size() > 1 && arg[0] == '-') {
+      const bool is_short = arg[1] != '-';
+      const std::string_view body = std::string_view(arg).substr(is_short ? 1 : 2);
+      const size_t equals = body.find('=');
+      const std::string_view name = body.substr(0, equals);
+      const FlagSpec* flag = FindFlag(name, is_short);
+      const std::string spelled = std::string(is_short ? "-" : "--") + std::string(name);
+      if (flag == nullptr) return UsageError("unknown flag " + spelled);
+      if (flag->value_name.empty()) {
+        if (equals != std::string_view::npos) return UsageError("flag " + spelled + " takes no value");
+        flags.push_back({flag, spelled, ""});
+        continue;
+      }
+      if (equals != std::string_view::npos) {
+        flags.push_back({flag, spelled, std::string(body.substr(equals + 1))});
+        continue;
+      }
+      if (i + 1 >= args.size()) {
+        return UsageError(Cat("flag ", spelled, " needs a value: ", spelled, " ", flag->value_name));
+      }
+      flags.push_back({flag, spelled, args[++i]});
+      continue;
+    }
+    if (command == nullptr && !flags_done) {
+      if (arg == "help") {
+        help = true;
+        continue;
+      }
+      command = FindCommand(arg);
+      if (command == nullptr) return UsageError("unknown command '" + arg + "'");
+      continue;
+    }
+    positionals.push_back(arg);
+  }
+  if (help) return out;  // command stays kHelp.
+  if (command == nullptr) return UsageError("missing command");
+  out.command = command->command;
+
+  for (const FlagValue& f : flags) {
+    if ((f.flag->commands & Bit(out.command)) == 0) {
+      return UsageError(Cat("flag ", f.spelled, " does not apply to '", command->name, "'"));
+    }
+    if (absl::Status s = f.flag->set(f.value, out); !s.ok()) {
+      return UsageError(Cat(f.spelled, ": ", s.message()));
+    }
+  }
+
+  if (command->takes_id) {
+    if (positionals.empty()) return UsageError(Cat("'", command->name, "' needs a timer <id>"));
+    if (positionals.size() > 1) {
+      return UsageError(Cat("'", command->name, "' takes one <id>; unexpected '", positionals[1], "'"));
+    }
+    out.id = positionals[0];
+  } else if (!positionals.empty()) {
+    return UsageError(Cat("'", command->name, "' takes no arguments; unexpected '", positionals[0], "'"));
+  }
+  if (out.command == CliCommand::kStart || out.command == CliCommand::kReschedule) {
+    if (out.ttl.has_value() == out.deadline.has_value()) {
+      return UsageError(Cat("'", command->name, "' needs exactly one of --ttl DUR and --deadline RFC3339"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::chrono::nanoseconds> ParseDurationArg(std::string_view text) {
+  const std::string quoted = Cat("\"", text, "\"");
+  if (text.empty()) return absl::InvalidArgumentError(Cat("an empty duration; ", kDurationHint));
+  if (text.front() == '-') {
+    return absl::InvalidArgumentError(Cat(quoted, " is negative; ", kDurationHint));
+  }
+  const auto not_a_duration = [&] {
+    return absl::InvalidArgumentError(Cat(quoted, " is not a duration; ", kDurationHint));
+  };
+  const auto too_long = [&] {
+    return absl::InvalidArgumentError(Cat(quoted, " is too long; the longest duration is ",
+                                                   kMaxNanos / kNanosPerHour, "h (292 years)"));
+  };
+  std::string_view rest = text;
+  uint64_t total = 0;
+  while (!rest.empty()) {
+    // <whole>[.<fraction>]<unit>
+    size_t n = 0;
+    while (n < rest.size() && IsDigit(rest[n])) ++n;
+    const std::string_view whole_digits = rest.substr(0, n);
+    rest.remove_prefix(n);
+    std::string_view fraction;
+    if (!rest.empty() && rest.front() == '.') {
+      rest.remove_prefix(1);
+      n = 0;
+      while (n < rest.size() && IsDigit(rest[n])) ++n;
+      fraction = rest.substr(0, n);
+      rest.remove_prefix(n);
+      if (fraction.empty()) return not_a_duration();
+    }
+    if (whole_digits.empty()) return not_a_duration();
+    const DurationUnit* unit = nullptr;
+    for (const DurationUnit& u : kDurationUnits) {
+      if (rest.starts_with(u.name)) {
+        unit = &u;
+        break;
+      }
+    }
+    if (unit == nullptr) {
+      if (rest.empty()) return absl::InvalidArgumentError(Cat(quoted, " has no unit; ", kDurationHint));
+      return not_a_duration();
+    }
+    rest.remove_prefix(unit->name.size());
+
+    uint64_t whole = 0;
+    if (!ParseDigits(whole_digits, whole)) return too_long();  // Digits only: fails on overflow alone.
+    // fraction_nanos = 0.<fraction> * unit, exact while each digit still names whole nanoseconds.
+    while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+    uint64_t place = unit->nanos;
+    uint64_t fraction_nanos = 0;
+    for (char c : fraction) {
+      if (place < 10) {
+        return absl::InvalidArgumentError(Cat(quoted, " is finer than 1ns; use fewer decimals"));
+      }
+      place /= 10;
+      fraction_nanos += static_cast<uint64_t>(c - '0') * place;
+    }
+    if (whole > (kMaxNanos - fraction_nanos) / unit->nanos) return too_long();
+    const uint64_t term = whole * unit->nanos + fraction_nanos;
+    if (term > kMaxNanos - total) return too_long();
+    total += term;
+  }
+  return std::chrono::nanoseconds(static_cast<int64_t>(total));
+}
+
+std::string FormatDurationArg(std::chrono::nanoseconds d) {
+  const int64_t count = d.count();
+  if (count == 0) return "0s";
+  // Unsigned magnitude: -INT64_MIN does not fit in int64_t.
+  const uint64_t nanos = count < 0 ? 0 - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
+  const std::string sign = count < 0 ? "-" : "";
+  if (nanos < kNanosPerUs) return sign + std::to_string(nanos) + "ns";
+  if (nanos < kNanosPerMs) return sign + Decimal(nanos, kNanosPerUs) + "us";
+  if (nanos < kNanosPerSecond) return sign + Decimal(nanos, kNanosPerMs) + "ms";
+  std::string text = sign;
+  const uint64_t hours = nanos / kNanosPerHour;
+  const uint64_t minutes = nanos % kNanosPerHour / kNanosPerMinute;
+  const uint64_t second_nanos = nanos % kNanosPerMinute;
+  if (hours > 0) text += Cat(hours, "h");
+  if (minutes > 0) text += Cat(minutes, "m");
+  if (second_nanos > 0) text += Decimal(second_nanos, kNanosPerSecond) + "s";
+  return text;
+}
+
+absl::StatusOr<std::chrono::system_clock::time_point> ParseDeadlineArg(std::string_view text) {
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, std::string(text), &t, &error)) {
+    return absl::InvalidArgumentError(Cat("\"", text, "\" is not an RFC 3339 time (", error,
+                                                   "); e.g. 2025-01-31T12:00:00Z or 2025-01-31T13:00:00.5+01:00"));
+  }
+  return absl::ToChronoTime(t);
+}
+
+std::string UsageText() {
+  return R"(Usage: lawnctl [--addr HOST:PORT] [--json] [--timeout DUR] <command> [arguments]
+
+lawnctl talks to lawnd, the lawn timer daemon.
+
+Commands:
+  start <id> (--ttl DUR | --deadline RFC3339) [-n NS] [--payload STR] [--interval DUR] [--replace]
+      Start a timer that fires after --ttl or at --deadline; --interval re-arms it after each expiration;
+      --replace overwrites a pending timer with the same id instead of failing with ALREADY_EXISTS.
+  delete <id> [-n NS]
+      Delete a pending timer.
+  get <id> [-n NS]
+      Show a pending timer.
+  reschedule <id> (--ttl DUR | --deadline RFC3339) [-n NS]
+      Move a pending timer to a new deadline.
+  list [-n NS] [--page-size N] [--page-token TOKEN] [--all]
+      List the pending timers of a namespace in id order, one page (default 100, at most 1000);
+      --all follows the page tokens to the last page.
+  subscribe [-n NS] [--max-in-flight N] [--observe] [--count N] [--for DUR]
+      Print each expiration as it fires, and ack it. Runs until --count expirations, until --for has
+      elapsed, or until Ctrl-C / SIGTERM (all exit 0); exits non-zero if the stream fails. --observe
+      receives a copy of every expiration without taking work from other subscribers.
+  health [--service NAME]
+      Print SERVING or NOT_SERVING (exit 0 only when SERVING).
+  stats
+      Print totals, shards and namespaces.
+
+Global flags (before or after the command):
+  --addr HOST:PORT   lawnd's address (default: $LAWN_ADDR, else 127.0.0.1:7070)
+  --json             print JSON (proto3 JSON mapping: ids and payloads are base64); subscribe prints
+                     one object per line
+  --timeout DUR      deadline of each call (default 10s); subscribe streams have none
+  -h, --help         print this help
+
+  -n, --namespace NS   the namespace; default "default"
+  Flags take their value as the next argument or after '=' (--ttl=5s). After "--" every argument is
+  positional, for ids that start with '-'.
+
+Durations: a number and a unit, ns us ms s m h; terms may be combined: 250us, 500ms, 1.5s, 2m, 1h30m.
+Deadlines: RFC 3339 with a zone: 2025-01-31T12:00:00Z, 2025-01-31T13:00:00.250+01:00.
+
+Exit codes:
+  0  success
+  1  other error (and health: not SERVING)
+  2  usage error
+  3  NOT_FOUND
+  4  ALREADY_EXISTS
+  5  UNAVAILABLE or DEADLINE_EXCEEDED (lawnd unreachable)
+  6  INVALID_ARGUMENT
+  7  RESOURCE_EXHAUSTED
+Errors are printed to stderr as "lawnctl: <CODE>: <message>".
+)";
+}
+
+}  // namespace lawn

@@ -1,0 +1,84 @@
+// lawnctl's command line: the parsed form (CliArgs), its parser, the value parsers it uses (durations, RFC 3339
+// deadlines), the usage text and the exit codes. No I/O and no gRPC, so all of it is unit tested without a
+// server.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace lawn {
+
+// Where lawnctl connects when neither --addr nor $LAWN_ADDR says otherwise.
+inline constexpr std::string_view kDefaultLawnAddr = "127.0.0.1:7070";
+
+// Exit codes (also listed in UsageText).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;  // Anything else, including health other than SERVING.
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNotFound = 3;
+inline constexpr int kExitAlreadyExists = 4;
+inline constexpr int kExitUnavailable = 5;  // UNAVAILABLE or DEADLINE_EXCEEDED: lawnd unreachable.
+inline constexpr int kExitInvalidArgument = 6;
+inline constexpr int kExitResourceExhausted = 7;
+
+// The exit code for a failed call with `code` (kExitOk for OK).
+int ExitCodeFor(absl::StatusCode code);
+
+enum class CliCommand { kHelp, kStart, kDelete, kGet, kReschedule, kList, kSubscribe, kHealth, kStats };
+
+struct CliArgs {
+  CliCommand command = CliCommand::kHelp;
+
+  // Global flags, accepted before or after the command.
+  std::string addr;                                              // --addr HOST:PORT.
+  bool json = false;                                             // --json.
+  std::chrono::nanoseconds timeout = std::chrono::seconds(10);  // --timeout: deadline of each unary call.
+
+  // Command arguments; each is set only for the commands that take it.
+  std::string ns;  // -n / --namespace; "" = lawnd's "default". All commands but health and stats.
+  std::string id;  // The <id> of start, delete, get, reschedule (bytes; taken verbatim).
+  // start, reschedule: exactly one of the two.
+  std::optional<std::chrono::nanoseconds> ttl;
+  std::optional<std::chrono::system_clock::time_point> deadline;
+  std::string payload;                            // start --payload.
+  std::optional<std::chrono::nanoseconds> interval;  // start --interval; > 0.
+  bool replace = false;                           // start --replace.
+  int32_t page_size = 0;                          // list --page-size, 0..1000; 0 = lawnd's default (100).
+  std::string page_token;                         // list --page-token.
+  bool all = false;                               // list --all: follow next_page_token to the end.
+  uint32_t max_in_flight = 100;                   // subscribe --max-in-flight.
+  bool observe = false;                           // subscribe --observe.
+  uint64_t count = 0;                             // subscribe --count: stop after this many; 0 = no limit.
+  std::optional<std::chrono::nanoseconds> for_duration;  // subscribe --for: stop after this long.
+  std::string service;                            // health --service; "" = the whole server.
+};
+
+// Parses lawnctl's arguments (argv without argv[0]). `default_addr` is used when there is no --addr (main passes
+// $LAWN_ADDR or kDefaultLawnAddr). --help / -h / `help` anywhere give command kHelp. Every error is
+// INVALID_ARGUMENT with a message naming the offending argument and what is allowed; lawnctl exits kExitUsage.
+absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr);
+
+// A duration: one or more <number><unit> terms, the number optionally with a fraction, unit ns, us, ms, s, m or
+// h ("250us", "1.5s", "1h30m"). Exact to the nanosecond; negative, unit-less, finer than 1ns or beyond
+// ~292 years is INVALID_ARGUMENT.
+absl::StatusOr<std::chrono::nanoseconds> ParseDurationArg(std::string_view text);
+
+// The shortest text ParseDurationArg reads back as `d`: "0s", "250us", "1.5s", "1h30m", "-2s".
+std::string FormatDurationArg(std::chrono::nanoseconds d);
+
+// An RFC 3339 instant with a zone ("2025-01-31T12:00:00Z", "2025-01-31T13:00:00.25+01:00").
+absl::StatusOr<std::chrono::system_clock::time_point> ParseDeadlineArg(std::string_view text);
+
+// lawnctl --help.
+std::string UsageText();
+
+}  // namespace lawn

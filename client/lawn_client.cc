@@ -1,0 +1,170 @@
+#include "client/lawn_client.h"
+
+#include <utility>
+
+#include "client/grpc_status.h"
+#include "client/proto_time.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace lawn {
+namespace {
+
+// The timer of a response that carries one, or the call's error.
+template <typename Response>
+absl::StatusOr<v1::Timer> TimerOrError(const grpc::Status& status, Response& response) {
+  if (!status.ok()) return FromGrpcStatus(status);
+  return std::move(*response.mutable_timer());
+}
+
+}  // namespace
+
+std::unique_ptr<LawnClient> LawnClient::Connect(const std::string& target, const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  return std::make_unique<LawnClient>(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args), options);
+}
+
+LawnClient::LawnClient(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
+    : options_(options), channel_(std::move(channel)), stub_(v1::TimerService::NewStub(channel_)) {}
+
+void LawnClient::PrepareContext(grpc::ClientContext& context) const {
+  if (options_.timeout > std::chrono::nanoseconds::zero()) {
+    context.set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  }
+}
+
+absl::StatusOr<v1::Timer> LawnClient::StartTimer(const v1::StartTimerRequest& request) {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::StartTimerResponse response;
+  return TimerOrError(stub_->StartTimer(&context, request, &response), response);
+}
+
+absl::StatusOr<v1::Timer> LawnClient::StartTimer(std::string ns, std::string id, std::chrono::nanoseconds ttl,
+                                                 std::string payload,
+                                                 std::optional<std::chrono::nanoseconds> interval,
+                                                 bool replace) {
+  v1::StartTimerRequest request;
+  request.set_namespace_(std::move(ns));
+  request.set_id(std::move(id));
+  *request.mutable_ttl() = ToProtoDuration(ttl);
+  request.set_payload(std::move(payload));
+  if (interval.has_value()) *request.mutable_interval() = ToProtoDuration(*interval);
+  request.set_replace(replace);
+  return StartTimer(request);
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> LawnClient::StartTimers(
+    const std::vector<v1::StartTimerRequest>& requests) {
+  v1::StartTimersRequest request;
+  request.mutable_timers()->Reserve(static_cast<int>(requests.size()));
+  for (const v1::StartTimerRequest& r : requests) *request.add_timers() = r;
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::StartTimersResponse response;
+  if (grpc::Status s = stub_->StartTimers(&context, request, &response); !s.ok()) return FromGrpcStatus(s);
+  if (static_cast<size_t>(response.results_size()) != requests.size()) {
+    return absl::InternalError("StartTimers: lawnd answered " + std::to_string(response.results_size()) +
+                               " results for " + std::to_string(requests.size()) + " timers");
+  }
+  std::vector<absl::StatusOr<v1::Timer>> results;
+  results.reserve(requests.size());
+  for (v1::StartTimerResult& result : *response.mutable_results()) {
+    if (result.code() == 0) {
+      results.emplace_back(std::move(*result.mutable_timer()));
+    } else {
+      results.emplace_back(FromGrpcStatus(
+          grpc::Status(static_cast<grpc::StatusCode>(result.code()), std::move(*result.mutable_message()))));
+    }
+  }
+  return results;
+}
+
+absl::StatusOr<v1::Timer> LawnClient::DeleteTimer(const std::string& ns, const std::string& id) {
+  v1::DeleteTimerRequest request;
+  request.set_namespace_(ns);
+  request.set_id(id);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::DeleteTimerResponse response;
+  return TimerOrError(stub_->DeleteTimer(&context, request, &response), response);
+}
+
+absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, const std::string& id,
+                                                      std::chrono::nanoseconds ttl) {
+  v1::RescheduleTimerRequest request;
+  request.set_namespace_(ns);
+  request.set_id(id);
+  *request.mutable_ttl() = ToProtoDuration(ttl);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::RescheduleTimerResponse response;
+  return TimerOrError(stub_->RescheduleTimer(&context, request, &response), response);
+}
+
+absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, const std::string& id,
+                                                      std::chrono::system_clock::time_point deadline) {
+  v1::RescheduleTimerRequest request;
+  request.set_namespace_(ns);
+  request.set_id(id);
+  *request.mutable_deadline() = ToProtoTimestamp(deadline);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::RescheduleTimerResponse response;
+  return TimerOrError(stub_->RescheduleTimer(&context, request, &response), response);
+}
+
+absl::StatusOr<v1::Timer> LawnClient::GetTimer(const std::string& ns, const std::string& id) {
+  v1::GetTimerRequest request;
+  request.set_namespace_(ns);
+  request.set_id(id);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::GetTimerResponse response;
+  return TimerOrError(stub_->GetTimer(&context, request, &response), response);
+}
+
+absl::StatusOr<v1::ListTimersResponse> LawnClient::ListTimers(const std::string& ns, int32_t page_size,
+                                                              const std::string& page_token) {
+  v1::ListTimersRequest request;
+  request.set_namespace_(ns);
+  request.set_page_size(page_size);
+  request.set_page_token(page_token);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::ListTimersResponse response;
+  if (grpc::Status s = stub_->ListTimers(&context, request, &response); !s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::GetStatsResponse> LawnClient::GetStats() {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::GetStatsResponse response;
+  if (grpc::Status s = stub_->GetStats(&context, v1::GetStatsRequest(), &response); !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return response;
+}
+
+absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::ClientContext context;
+  PrepareContext(context);
+  grpc::health::v1::HealthCheckResponse response;
+  if (grpc::Status s = grpc::health::v1::Health::NewStub(channel_)->Check(&context, request, &response);
+      !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return response.status();
+}
+
+std::unique_ptr<Subscription> LawnClient::Subscribe(const std::string& ns, SubscribeOptions options,
+                                                    std::function<void(const v1::Expiration&)> on_expiration) {
+  return std::make_unique<Subscription>(channel_, ns, options, std::move(on_expiration));
+}
+
+}  // namespace lawn

@@ -1,0 +1,111 @@
+// LawnClient: the C++ client of lawnd, a thin layer over the generated lawn.v1.TimerService stub.
+//
+// Every unary method makes one blocking RPC with ClientOptions::timeout as its deadline and returns lawnd's
+// answer, or lawnd's error as an absl::Status with the same canonical code and message (NOT_FOUND,
+// ALREADY_EXISTS, INVALID_ARGUMENT, ...). Transport failures come back as UNAVAILABLE (lawnd unreachable; calls
+// fail fast rather than wait for a connection) or DEADLINE_EXCEEDED.
+//
+// Thread-safety: a LawnClient may be used from any number of threads at once; each call has its own context.
+// Subscriptions it creates share its channel and may outlive it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/subscription.h"
+#include "grpc/health/v1/health.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "lawn/v1/timer.grpc.pb.h"
+#include "lawn/v1/timer.pb.h"
+
+namespace lawn {
+
+struct ClientOptions {
+  // Deadline of each unary call, counted from its start. Zero or negative: no deadline. Subscribe streams have
+  // none.
+  std::chrono::nanoseconds timeout = std::chrono::seconds(10);
+  // Largest message sent or received, in bytes; -1 for no limit. lawnd's own limit is its max_message_bytes
+  // (default 4MiB).
+  int max_message_bytes = 4 * 1024 * 1024;
+};
+
+// grpc.health.v1 serving status: UNKNOWN, SERVING, NOT_SERVING, SERVICE_UNKNOWN.
+using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
+
+class LawnClient {
+ public:
+  // A client of lawnd at `target` (a gRPC target: "host:port", "dns:///host:port", "unix:/path"), over an
+  // insecure channel. Connects lazily: an unreachable lawnd shows up as UNAVAILABLE on the first call.
+  static std::unique_ptr<LawnClient> Connect(const std::string& target, const ClientOptions& options = {});
+
+  // A client over an existing channel (custom credentials, in-process servers in tests).
+  explicit LawnClient(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options = {});
+
+  LawnClient(const LawnClient&) = delete;
+  LawnClient& operator=(const LawnClient&) = delete;
+
+  // Starts the timer `request` describes and returns it as lawnd stored it (with its absolute deadline).
+  // ALREADY_EXISTS if (namespace, id) is pending and request.replace() is false; INVALID_ARGUMENT for a bad
+  // namespace, id, TTL, deadline, payload or interval; RESOURCE_EXHAUSTED when lawnd is full.
+  absl::StatusOr<v1::Timer> StartTimer(const v1::StartTimerRequest& request);
+  // Convenience form: fires `ttl` from now, repeats every `interval` if given; `replace` overwrites a pending
+  // timer of the same id instead of failing with ALREADY_EXISTS.
+  absl::StatusOr<v1::Timer> StartTimer(std::string ns, std::string id, std::chrono::nanoseconds ttl,
+                                       std::string payload = {},
+                                       std::optional<std::chrono::nanoseconds> interval = {},
+                                       bool replace = false);
+
+  // Starts many timers in one RPC. The outer status is the RPC's; on success there is one result per request,
+  // in request order, each the started timer or that item's own error (same codes as StartTimer).
+  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> StartTimers(
+      const std::vector<v1::StartTimerRequest>& requests);
+
+  // Deletes a pending timer and returns it. NOT_FOUND if there is none.
+  absl::StatusOr<v1::Timer> DeleteTimer(const std::string& ns, const std::string& id);
+
+  // Moves a pending timer to `ttl` from now / to `deadline`, and returns it. NOT_FOUND if there is none.
+  absl::StatusOr<v1::Timer> RescheduleTimer(const std::string& ns, const std::string& id,
+                                            std::chrono::nanoseconds ttl);
+  absl::StatusOr<v1::Timer> RescheduleTimer(const std::string& ns, const std::string& id,
+                                            std::chrono::system_clock::time_point deadline);
+
+  // Reads a pending timer. NOT_FOUND if there is none.
+  absl::StatusOr<v1::Timer> GetTimer(const std::string& ns, const std::string& id);
+
+  // One page of the pending timers of `ns`, in id order. `page_size` 1..1000, 0 for lawnd's default (100);
+  // `page_token` empty for the first page, else the previous page's next_page_token (empty on the last page).
+  absl::StatusOr<v1::ListTimersResponse> ListTimers(const std::string& ns, int32_t page_size = 0,
+                                                    const std::string& page_token = {});
+
+  // Operator statistics: totals, per shard, per namespace.
+  absl::StatusOr<v1::GetStatsResponse> GetStats();
+
+  // grpc.health.v1.Health/Check of `service` ("" = the whole server; lawnd also answers for
+  // "lawn.v1.TimerService"). NOT_FOUND for a service lawnd does not know.
+  absl::StatusOr<ServingStatus> Health(const std::string& service = "");
+
+  // Opens a Subscribe stream on `ns` ("" = "default") and calls `on_expiration` for each expiration, on the
+  // subscription's own thread (see client/subscription.h for acks, Stop and Wait). Never null; failures to
+  // connect or open arrive through Subscription::Wait.
+  std::unique_ptr<Subscription> Subscribe(const std::string& ns, SubscribeOptions options,
+                                          std::function<void(const v1::Expiration&)> on_expiration);
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  // A context with the call deadline set.
+  void PrepareContext(grpc::ClientContext& context) const;
+
+  const ClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::TimerService::Stub> stub_;
+};
+
+}  // namespace lawn

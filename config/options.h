@@ -1,0 +1,100 @@
+// Options: every setting of lawnd, as one plain struct.
+//
+// The defaults below are the documented defaults (config/lawn.yaml, config/REFERENCE.md). Two fields use 0 as
+// "derive it": `shards` and `max_pending_per_namespace`; Validate() (config/config.h) replaces them with the
+// derived value, so an Options returned by a loader never holds those zeros. The allowed ranges are checked
+// by Validate(), not here: a default-constructed Options is valid but not yet resolved.
+//
+// Thread-safety: a plain value; copy it freely, share it read-only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace lawn {
+
+// What a successful write call has promised about the disk.
+enum class Durability {
+  kSync,      // "sync": the write is fsynced before the call returns.
+  kInterval,  // "interval": fsynced in groups every `sync_interval`; a crash loses at most that window.
+  kMemory,    // "memory": nothing is written to disk; a restart loses every timer.
+};
+
+struct Options {
+  // gRPC listen address, host:port. Port 0 picks a free port (the server logs the one it got).
+  // Default "127.0.0.1:7070".
+  std::string listen = "127.0.0.1:7070";
+
+  // Prometheus /metrics HTTP address, host:port; port 0 picks a free port. Empty disables the endpoint.
+  // Default "127.0.0.1:9464".
+  std::string metrics_listen = "127.0.0.1:9464";
+
+  // Directory of the RocksDB store; created if missing. Unused with Durability::kMemory.
+  // Default "./lawn-data".
+  std::string data_dir = "./lawn-data";
+
+  // Number of shards (one worker thread each). 0 = one per CPU core (std::thread::hardware_concurrency(), at
+  // least 1, at most 256), resolved by Validate(). Allowed 0..256. Default 0.
+  uint32_t shards = 0;
+
+  // Granularity of the timing wheel: a timer fires within one tick after its deadline.
+  // Allowed 1us..1s. Default 1ms.
+  std::chrono::nanoseconds tick = std::chrono::milliseconds(1);
+
+  // Largest payload a timer may carry, in bytes. Allowed 0..4MiB, and below max_message_bytes.
+  // Default 65536 (64 KiB).
+  uint32_t max_payload_bytes = 64 * 1024;
+
+  // Most timers pending at once over the whole server; new timers beyond it are refused.
+  // Allowed >= 1. Default 10'000'000.
+  uint64_t max_pending_timers = 10'000'000;
+
+  // Most timers pending at once in one namespace. 0 = same as max_pending_timers, resolved by Validate().
+  // Allowed 0..max_pending_timers. Default 0.
+  uint64_t max_pending_per_namespace = 0;
+
+  // How long a delivered expiration waits for its ack before it is delivered again.
+  // Allowed 100ms..1h. Default 30s.
+  std::chrono::nanoseconds ack_timeout = std::chrono::seconds(30);
+
+  // Most unacknowledged expirations one subscriber may hold: the upper limit on what a subscriber asks for.
+  // Allowed 1..100000. Default 1000.
+  uint32_t max_in_flight = 1000;
+
+  // When a write reaches the disk. Default Durability::kSync ("sync").
+  Durability durability = Durability::kSync;
+
+  // Group-commit period with Durability::kInterval (ignored otherwise, but still range-checked).
+  // Allowed 1ms..10s. Default 50ms.
+  std::chrono::nanoseconds sync_interval = std::chrono::milliseconds(50);
+
+  // New timers are refused while the disk holding data_dir has less free space than this, in bytes.
+  // 0 disables the check. Default 268435456 (256 MiB).
+  uint64_t min_free_disk_bytes = uint64_t{256} * 1024 * 1024;
+
+  // gRPC maximum receive message size, in bytes. Allowed 64KiB..64MiB. Default 4194304 (4 MiB).
+  uint32_t max_message_bytes = 4 * 1024 * 1024;
+
+  // Bound on the drain at SIGTERM (finish in-flight calls, flush the store) before the process exits anyway.
+  // Allowed 0..10m. Default 10s.
+  std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
+
+  // Lowest log level printed: trace, debug, info, warn, error, critical or off. Default "info".
+  std::string log_level = "info";
+
+  // Log line format: "text" (human-readable) or "json" (one object per line). Default "text".
+  std::string log_format = "text";
+
+  // Most Lawn buckets (one per regular TTL) per shard (ShardOptions::max_lawn_buckets); timers of further
+  // TTLs go to the timing wheel. Allowed 1..65535. Default 1024.
+  uint32_t lawn_max_buckets = 1024;
+
+  // Sightings after which a TTL counts as regular and gets a Lawn bucket (see core/ttl_router.h).
+  // Allowed 1..1000. Default 2.
+  uint32_t lawn_promote_after = 2;
+
+  friend bool operator==(const Options&, const Options&) = default;
+};
+
+}  // namespace lawn

@@ -1,0 +1,249 @@
+#include "core/shard.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/hash/hash.h"
+
+namespace lawn {
+
+namespace {
+
+[[noreturn]] void InvariantBroken(const char* what) {
+  std::fprintf(stderr, "lawn: Shard invariant broken: %s\n", what);
+  std::abort();
+}
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
+uint32_t HashId(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
+
+}  // namespace
+
+size_t Shard::IdHash::operator()(std::string_view id) const { return HashId(id); }
+
+Shard::Shard(const ShardOptions& options)
+    : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
+      index_(0, IdHash{&pool_}, IdEq{&pool_}),
+      lawn_(pool_, options.max_lawn_buckets),
+      wheel_(pool_, tick_ns_),
+      router_(options.lawn_promote_after) {}
+
+Shard::~Shard() = default;
+
+TimerRef Shard::Find(std::string_view id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? kNoTimer : *it;
+}
+
+TimerView Shard::ViewOf(TimerRef ref) const {
+  const TimerRecord& r = pool_[ref];
+  return {r.id(), r.payload(), r.deadline_ns, r.ttl_ns, r.interval_ns};
+}
+
+uint64_t Shard::DeadlineTick(uint64_t deadline_ns) const {
+  return deadline_ns / tick_ns_ + (deadline_ns % tick_ns_ != 0);
+}
+
+void Shard::File(TimerRef ref, bool ttl_based) {
+  const TimerRecord& r = pool_[ref];
+  // Only timers armed as now + ttl keep a bucket in deadline order; absolute deadlines go to the wheel.
+  if (ttl_based && (lawn_.HasBucket(r.ttl_ns) || router_.Observe(r.ttl_ns)) && lawn_.TryPush(ref)) return;
+  wheel_.Insert(ref);
+}
+
+void Shard::Unfile(TimerRef ref) {
+  switch (pool_[ref].home) {
+    case Home::kLawn: lawn_.Remove(ref); break;
+    case Home::kWheel: wheel_.Remove(ref); break;
+    case Home::kNone: InvariantBroken("pending timer not filed");
+  }
+}
+
+absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns) {
+  return Start(spec, now_ns, [](const TimerView&) {});
+}
+
+absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor on_started) {
+  if (spec.id.empty()) return absl::InvalidArgumentError("id must not be empty");
+  if (spec.when.kind == When::Kind::kTtl && spec.when.value_ns == 0) {
+    return absl::InvalidArgumentError("ttl must be > 0");
+  }
+  const uint32_t hash = HashId(spec.id);
+  TimerRef ref = Find(spec.id);
+  if (ref != kNoTimer) {
+    if (!spec.replace) return absl::AlreadyExistsError("timer '" + std::string(spec.id) + "' already exists");
+    Unfile(ref);
+    pool_.SetPayload(ref, spec.payload);
+  } else {
+    ref = pool_.Allocate(spec.id, spec.payload, hash);
+    index_.insert(ref);
+  }
+  TimerRecord& r = pool_[ref];
+  if (spec.when.kind == When::Kind::kTtl) {
+    r.ttl_ns = spec.when.value_ns;
+    r.deadline_ns = SaturatingAdd(now_ns, spec.when.value_ns);
+  } else {
+    r.deadline_ns = spec.when.value_ns;
+    r.ttl_ns = spec.ttl_ns != 0 ? spec.ttl_ns : r.deadline_ns > now_ns ? r.deadline_ns - now_ns : 0;
+  }
+  r.interval_ns = spec.interval_ns;
+  File(ref, spec.when.kind == When::Kind::kTtl);
+  on_started(ViewOf(ref));
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Delete(std::string_view id) { return Delete(id, [](const TimerView&) {}); }
+
+absl::Status Shard::Delete(std::string_view id, TimerVisitor on_deleted) {
+  const TimerRef ref = Find(id);
+  if (ref == kNoTimer) return absl::NotFoundError("no pending timer '" + std::string(id) + "'");
+  on_deleted(ViewOf(ref));
+  Unfile(ref);
+  index_.erase(ref);  // Before Free: erasing hashes through the record.
+  pool_.Free(ref);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns) {
+  return Reschedule(id, when, now_ns, [](const TimerView&) {});
+}
+
+absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns, TimerVisitor on_rescheduled) {
+  if (when.kind == When::Kind::kTtl && when.value_ns == 0) return absl::InvalidArgumentError("ttl must be > 0");
+  const TimerRef ref = Find(id);
+  if (ref == kNoTimer) return absl::NotFoundError("no pending timer '" + std::string(id) + "'");
+  Unfile(ref);
+  TimerRecord& r = pool_[ref];
+  if (when.kind == When::Kind::kTtl) {
+    r.ttl_ns = when.value_ns;
+    r.deadline_ns = SaturatingAdd(now_ns, when.value_ns);
+  } else {
+    r.deadline_ns = when.value_ns;
+    r.ttl_ns = r.deadline_ns > now_ns ? r.deadline_ns - now_ns : 0;
+  }
+  File(ref, when.kind == When::Kind::kTtl);
+  on_rescheduled(ViewOf(ref));
+  return absl::OkStatus();
+}
+
+std::optional<TimerView> Shard::Get(std::string_view id) const {
+  const TimerRef ref = Find(id);
+  if (ref == kNoTimer) return std::nullopt;
+  return ViewOf(ref);
+}
+
+size_t Shard::Advance(uint64_t now_ns, FiredSink sink) {
+  const uint64_t now_tick = now_ns / tick_ns_;
+  size_t fired = 0;
+  while (true) {
+    // The next group is every timer due at tick t, the earliest tick among the Lawn front and the wheel.
+    const TimerRef front = lawn_.Front();
+    const std::optional<uint64_t> wheel_tick = wheel_.NextTick();
+    uint64_t t = UINT64_MAX;
+    bool any = false;
+    if (front != kNoTimer) {
+      t = DeadlineTick(pool_[front].deadline_ns);
+      any = true;
+    }
+    if (wheel_tick && (!any || *wheel_tick < t)) {
+      t = *wheel_tick;
+      any = true;
+    }
+    if (!any || t > now_tick) break;
+    group_.clear();
+    uint64_t taken_tick;
+    if (wheel_tick && *wheel_tick <= t) wheel_.TakeDue(t, group_, &taken_tick);
+    while (lawn_.Front() != kNoTimer && DeadlineTick(pool_[lawn_.Front()].deadline_ns) <= t) {
+      group_.push_back(lawn_.PopFront());
+    }
+    if (group_.empty()) continue;  // Only a cascade happened; look again.
+    FireGroup(group_, now_ns, sink);
+    fired += group_.size();
+  }
+  wheel_.AdvanceTo(now_tick);
+  return fired;
+}
+
+void Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink sink) {
+  // Timers of one tick arrive from both structures in no useful order; a tick's group is small.
+  std::sort(group.begin(), group.end(), [this](TimerRef a, TimerRef b) {
+    const TimerRecord& x = pool_[a];
+    const TimerRecord& y = pool_[b];
+    if (x.deadline_ns != y.deadline_ns) return x.deadline_ns < y.deadline_ns;
+    return x.id() < y.id();
+  });
+  for (TimerRef ref : group) {
+    TimerRecord& r = pool_[ref];
+    Fired fired{ViewOf(ref), 0};
+    if (r.interval_ns == 0) {
+      sink(fired);
+      index_.erase(ref);
+      pool_.Free(ref);
+      continue;
+    }
+    // Drift-free: the next deadline is on the grid first + k * interval. Missed periods are coalesced, so a
+    // re-armed timer is due strictly after now and fires at most once per Advance.
+    uint64_t next = SaturatingAdd(r.deadline_ns, r.interval_ns);
+    if (next <= now_ns && next != UINT64_MAX) {
+      const uint64_t periods = (now_ns - r.deadline_ns) / r.interval_ns + 1;
+      const unsigned __int128 ahead = static_cast<unsigned __int128>(periods) * r.interval_ns + r.deadline_ns;
+      next = ahead > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(ahead);
+    }
+    fired.next_deadline_ns = next;
+    sink(fired);
+    r.deadline_ns = next;
+    r.ttl_ns = r.interval_ns;  // Re-armed timers share a Lawn bucket per interval, in firing order.
+    File(ref, /*ttl_based=*/next - now_ns == r.interval_ns);
+  }
+}
+
+std::vector<Timer> Shard::AdvanceCollect(uint64_t now_ns) {
+  std::vector<Timer> out;
+  Advance(now_ns, [&out](const Fired& f) { out.push_back(Timer::From(f.timer)); });
+  return out;
+}
+
+std::optional<uint64_t> Shard::NextDeadlineNs() const {
+  std::optional<uint64_t> tick = wheel_.NextTick();
+  const TimerRef front = lawn_.Front();
+  if (front != kNoTimer) {
+    const uint64_t t = DeadlineTick(pool_[front].deadline_ns);
+    if (!tick || t < *tick) tick = t;
+  }
+  if (!tick) return std::nullopt;
+  const unsigned __int128 ns = static_cast<unsigned __int128>(*tick) * tick_ns_;
+  return ns > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(ns);
+}
+
+void Shard::SetTick(uint64_t tick_ns, uint64_t /*now_ns*/) {
+  if (tick_ns == 0) InvariantBroken("tick must be > 0");
+  tick_ns_ = tick_ns;
+  wheel_.SetTick(tick_ns);  // Lawn is keyed by TTL and ordered by ns deadline: it does not depend on the tick.
+}
+
+void Shard::ForEach(TimerVisitor visit) const {
+  for (TimerRef ref : index_) visit(ViewOf(ref));
+}
+
+size_t Shard::MemoryBytes() const {
+  return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
+         lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef);
+}
+
+void Shard::CheckInvariants() const {
+  lawn_.CheckInvariants();
+  wheel_.CheckInvariants();
+  if (index_.size() != pool_.live()) InvariantBroken("index size differs from live records");
+  if (lawn_.size() + wheel_.size() != pool_.live()) InvariantBroken("filed timers differ from live records");
+  for (TimerRef ref : index_) {
+    const TimerRecord& r = pool_[ref];
+    if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
+    if (Find(r.id()) != ref) InvariantBroken("index lookup does not find the record");
+    if (r.id_hash != HashId(r.id())) InvariantBroken("stale id hash");
+  }
+}
+
+}  // namespace lawn

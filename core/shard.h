@@ -1,0 +1,177 @@
+// Shard: one worker's timer engine. Lawn TTL buckets (regular TTLs) + a hierarchical timing wheel (everything
+// else) + an id index, behind one interface.
+//
+// Time: every method takes `now_ns`, a monotonic clock reading in nanoseconds chosen by the caller; the shard
+// never reads a clock. `now_ns` must not go backwards between calls. Deadlines are absolute values on the
+// same clock. The tick quantizes time: a timer is due once floor(now / tick) >= ceil(deadline / tick), so it
+// never fires before its deadline and at most one tick after it (given Advance is called that often).
+//
+// Order: Advance reports due timers ordered by (deadline_ns, id). A timer started with a deadline that has
+// already passed follows the same rule: it fires at the first Advance whose tick reaches its deadline's tick,
+// which is the next Advance unless both fall within one tick.
+//
+// Recurring timers (interval > 0) re-arm drift-free: next deadline = fired deadline + interval. If the worker
+// fell so far behind that the next deadline is also past, missed periods are coalesced: the timer fires once
+// for this Advance and is re-armed at the first deadline on its grid that is after `now_ns`.
+//
+// Thread-safety: none. A shard is owned by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/lawn.h"
+#include "core/timer_pool.h"
+#include "core/timing_wheel.h"
+#include "core/ttl_router.h"
+
+namespace lawn {
+
+struct ShardOptions {
+  uint64_t tick_ns = 1'000'000;       // Resolution; default 1 ms. Must be > 0.
+  uint32_t max_lawn_buckets = 1024;   // Bound on distinct TTLs held in Lawn buckets at once.
+  uint32_t lawn_promote_after = 2;    // Sightings of a TTL before its timers go to a Lawn bucket.
+};
+
+// When a timer is due: `ttl_ns` after now, or at the absolute `deadline_ns`.
+struct When {
+  enum class Kind : uint8_t { kTtl, kDeadline };
+  Kind kind = Kind::kTtl;
+  uint64_t value_ns = 0;
+  static When After(uint64_t ttl_ns) { return {Kind::kTtl, ttl_ns}; }
+  static When At(uint64_t deadline_ns) { return {Kind::kDeadline, deadline_ns}; }
+};
+
+struct StartSpec {
+  std::string_view id;
+  std::string_view payload;
+  When when;
+  uint64_t interval_ns = 0;  // 0: one-shot.
+  bool replace = false;      // If the id exists: replace it instead of failing.
+  uint64_t ttl_ns = 0;       // With When::At: the ttl to record (0: deadline - now). Used by recovery.
+};
+
+// A read-only view of a timer; valid until the next mutating call on the shard.
+struct TimerView {
+  std::string_view id;
+  std::string_view payload;
+  uint64_t deadline_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+};
+
+// An owning copy, for callers that keep a timer past the next mutation.
+struct Timer {
+  std::string id;
+  std::string payload;
+  uint64_t deadline_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+  static Timer From(const TimerView& v) {
+    return {std::string(v.id), std::string(v.payload), v.deadline_ns, v.ttl_ns, v.interval_ns};
+  }
+};
+
+// One expiration reported by Advance. `timer.deadline_ns` is the deadline that fired; for a recurring timer
+// `next_deadline_ns` is the deadline it was re-armed at (0 for one-shot timers, which are gone).
+struct Fired {
+  TimerView timer;
+  uint64_t next_deadline_ns = 0;
+};
+
+using FiredSink = absl::FunctionRef<void(const Fired&)>;
+using TimerVisitor = absl::FunctionRef<void(const TimerView&)>;
+
+class Shard {
+ public:
+  explicit Shard(const ShardOptions& options = {});
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+  ~Shard();
+
+  // Starts a timer. ALREADY_EXISTS if the id is pending and !spec.replace; INVALID_ARGUMENT for an empty id
+  // or a zero ttl. On success `on_started` (if given) sees the stored timer.
+  absl::Status Start(const StartSpec& spec, uint64_t now_ns);
+  absl::Status Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor on_started);
+
+  // Deletes a pending timer; `on_deleted` sees it just before it is freed. NOT_FOUND if there is none.
+  absl::Status Delete(std::string_view id);
+  absl::Status Delete(std::string_view id, TimerVisitor on_deleted);
+
+  // Moves a pending timer to a new deadline (ttl from now, or absolute); keeps payload and interval.
+  // NOT_FOUND if there is none; INVALID_ARGUMENT for a zero ttl.
+  absl::Status Reschedule(std::string_view id, When when, uint64_t now_ns, TimerVisitor on_rescheduled);
+  absl::Status Reschedule(std::string_view id, When when, uint64_t now_ns);
+
+  // Looks a timer up; the view is valid until the next mutating call.
+  std::optional<TimerView> Get(std::string_view id) const;
+
+  // Fires every timer due at `now_ns` in (deadline, id) order, calling `sink` for each; returns the count.
+  size_t Advance(uint64_t now_ns, FiredSink sink);
+  // Convenience for tests and tools: Advance collecting owning copies.
+  std::vector<Timer> AdvanceCollect(uint64_t now_ns);
+
+  // The earliest time at which Advance may have work to do (a lower bound: waking then and calling Advance
+  // either fires timers or cascades the wheel). nullopt when nothing is pending.
+  std::optional<uint64_t> NextDeadlineNs() const;
+
+  // Changes the resolution on the live shard. Deadlines are kept in nanoseconds, so nothing fires early;
+  // wheel timers are re-filed under the new tick (O(wheel timers)). REQUIRES: tick_ns > 0.
+  void SetTick(uint64_t tick_ns, uint64_t now_ns);
+  uint64_t tick_ns() const { return tick_ns_; }
+
+  // Calls `visit` for every pending timer, in no particular order. Must not mutate the shard.
+  void ForEach(TimerVisitor visit) const;
+
+  size_t pending() const { return pool_.live(); }
+  size_t lawn_pending() const { return lawn_.size(); }
+  size_t wheel_pending() const { return wheel_.size(); }
+  size_t lawn_buckets() const { return lawn_.bucket_count(); }
+  // Approximate bytes held: records, blobs, index, buckets, wheel.
+  size_t MemoryBytes() const;
+
+  // Verifies every internal invariant (links, bitmaps, heap order, index); aborts with a message if one is
+  // broken. O(n): for tests.
+  void CheckInvariants() const;
+
+ private:
+  struct IdHash {
+    using is_transparent = void;
+    const TimerPool* pool;
+    size_t operator()(std::string_view id) const;
+    size_t operator()(TimerRef ref) const { return (*pool)[ref].id_hash; }
+  };
+  struct IdEq {
+    using is_transparent = void;
+    const TimerPool* pool;
+    bool operator()(TimerRef a, TimerRef b) const { return a == b; }
+    bool operator()(TimerRef a, std::string_view b) const { return (*pool)[a].id() == b; }
+    bool operator()(std::string_view a, TimerRef b) const { return a == (*pool)[b].id(); }
+  };
+
+  TimerRef Find(std::string_view id) const;
+  TimerView ViewOf(TimerRef ref) const;
+  // Files a timer whose deadline/ttl are set into Lawn or the wheel.
+  void File(TimerRef ref, bool ttl_based);
+  void Unfile(TimerRef ref);
+  uint64_t DeadlineTick(uint64_t deadline_ns) const;
+  void FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink sink);
+
+  uint64_t tick_ns_;
+  TimerPool pool_;
+  absl::flat_hash_set<TimerRef, IdHash, IdEq> index_;
+  Lawn lawn_;
+  TimingWheel wheel_;
+  TtlRouter router_;
+  std::vector<TimerRef> group_;  // Scratch for Advance; reused so firing does not allocate.
+};
+
+}  // namespace lawn

@@ -1,0 +1,81 @@
+// TimerPool: the slab that owns every pending timer record of one shard.
+//
+// Records are addressed by a 32-bit TimerRef instead of a pointer so the intrusive links of the Lawn buckets
+// and the wheel slots cost 8 bytes per timer, and records live in fixed-size chunks so growing the pool never
+// moves (or copies) a record. A timer's id and payload share one heap block; the record itself is 56 bytes.
+//
+// Invariants: a ref is either live (returned by Allocate, not yet Freed) or on the free list; only live refs
+// may be passed to the accessors.
+//
+// Thread-safety: none; a pool belongs to one shard and is used by its worker thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace lawn {
+
+// Index of a record in a TimerPool. kNoTimer marks the end of an intrusive list.
+using TimerRef = uint32_t;
+inline constexpr TimerRef kNoTimer = UINT32_MAX;
+
+// Where a pending timer is filed; lets delete and reschedule find its container in O(1).
+enum class Home : uint8_t { kNone, kLawn, kWheel };
+
+struct TimerRecord {
+  uint64_t deadline_ns = 0;  // Absolute monotonic deadline; the timer fires at or after it.
+  uint64_t ttl_ns = 0;       // The TTL it was started with (Lawn bucket key).
+  uint64_t interval_ns = 0;  // Repeat interval; 0 for a one-shot timer.
+  char* blob = nullptr;      // id bytes followed by payload bytes (one allocation).
+  TimerRef prev = kNoTimer;  // Intrusive links of the Lawn bucket or wheel slot it is in.
+  TimerRef next = kNoTimer;
+  uint32_t id_size = 0;
+  uint32_t payload_size = 0;
+  uint32_t id_hash = 0;   // Cached hash of the id: rehashing the index never touches the blob.
+  uint16_t location = 0;  // Lawn: unused (bucket found by ttl); wheel: level * 64 + slot.
+  Home home = Home::kNone;
+  uint8_t reserved = 0;
+
+  std::string_view id() const { return {blob, id_size}; }
+  std::string_view payload() const { return {blob + id_size, payload_size}; }
+};
+static_assert(sizeof(TimerRecord) <= 56, "a timer record must stay small: see the memory budget in README");
+
+class TimerPool {
+ public:
+  TimerPool() = default;
+  TimerPool(const TimerPool&) = delete;
+  TimerPool& operator=(const TimerPool&) = delete;
+  ~TimerPool();
+
+  // Returns a live record holding copies of `id` and `payload`, all other fields default.
+  TimerRef Allocate(std::string_view id, std::string_view payload, uint32_t id_hash);
+
+  // Replaces the payload of a live record.
+  void SetPayload(TimerRef ref, std::string_view payload);
+
+  // Returns `ref` to the free list and releases its blob. REQUIRES: ref is live and unlinked.
+  void Free(TimerRef ref);
+
+  TimerRecord& operator[](TimerRef ref) { return chunks_[ref >> kChunkBits][ref & kChunkMask]; }
+  const TimerRecord& operator[](TimerRef ref) const { return chunks_[ref >> kChunkBits][ref & kChunkMask]; }
+
+  size_t live() const { return live_; }
+  // Bytes held by the pool: record chunks plus id/payload blobs (excluding allocator overhead).
+  size_t MemoryBytes() const;
+
+ private:
+  static constexpr uint32_t kChunkBits = 16;
+  static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr uint32_t kChunkMask = kChunkSize - 1;
+
+  std::vector<std::unique_ptr<TimerRecord[]>> chunks_;
+  TimerRef free_head_ = kNoTimer;  // Free records are chained through `next`.
+  uint32_t used_ = 0;              // Records ever handed out (high-water mark).
+  size_t live_ = 0;
+  size_t blob_bytes_ = 0;
+};
+
+}  // namespace lawn

@@ -1,0 +1,186 @@
+#include "core/timing_wheel.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace lawn {
+
+namespace {
+
+[[noreturn]] void InvariantBroken(const char* what) {
+  std::fprintf(stderr, "lawn: TimingWheel invariant broken: %s\n", what);
+  std::abort();
+}
+
+// Level at which deadline tick `t` is filed relative to `elapsed`: the 6-bit digit holding the most
+// significant differing bit. `| 63` makes equal values (and differences only in digit 0) level 0.
+int LevelFor(uint64_t elapsed, uint64_t t) {
+  return (63 - __builtin_clzll((elapsed ^ t) | uint64_t{63})) / TimingWheel::kSlotBits;
+}
+
+// Bits of `t` above the digit of `level` (all zero for the top level, whose digit reaches bit 63).
+uint64_t HighBits(uint64_t t, int level) {
+  const int shift = (level + 1) * TimingWheel::kSlotBits;
+  return shift >= 64 ? 0 : t & ~((uint64_t{1} << shift) - 1);
+}
+
+}  // namespace
+
+TimingWheel::TimingWheel(TimerPool& pool, uint64_t tick_ns) : pool_(pool), tick_ns_(tick_ns) {
+  for (Level& level : levels_) level.head.fill(kNoTimer);
+}
+
+void TimingWheel::Insert(TimerRef ref) {
+  Link(ref, std::max(DeadlineTick(pool_[ref].deadline_ns), elapsed_));
+  ++size_;
+}
+
+void TimingWheel::Link(TimerRef ref, uint64_t deadline_tick) {
+  const int level = LevelFor(elapsed_, deadline_tick);
+  const int slot = static_cast<int>((deadline_tick >> (level * kSlotBits)) & (kSlots - 1));
+  Level& l = levels_[level];
+  TimerRecord& r = pool_[ref];
+  r.prev = kNoTimer;
+  r.next = l.head[slot];
+  if (r.next != kNoTimer) pool_[r.next].prev = ref;
+  l.head[slot] = ref;
+  l.occupied |= uint64_t{1} << slot;
+  levels_in_use_ |= static_cast<uint16_t>(1u << level);
+  r.home = Home::kWheel;
+  r.location = static_cast<uint16_t>(level * kSlots + slot);
+}
+
+void TimingWheel::Remove(TimerRef ref) {
+  TimerRecord& r = pool_[ref];
+  const int level = r.location / kSlots;
+  const int slot = r.location % kSlots;
+  Level& l = levels_[level];
+  if (r.prev != kNoTimer) pool_[r.prev].next = r.next; else l.head[slot] = r.next;
+  if (r.next != kNoTimer) pool_[r.next].prev = r.prev;
+  if (l.head[slot] == kNoTimer) {
+    l.occupied &= ~(uint64_t{1} << slot);
+    if (l.occupied == 0) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
+  }
+  r.prev = r.next = kNoTimer;
+  r.home = Home::kNone;
+  --size_;
+}
+
+TimerRef TimingWheel::TakeSlot(int level, int slot) {
+  Level& l = levels_[level];
+  const TimerRef head = l.head[slot];
+  l.head[slot] = kNoTimer;
+  l.occupied &= ~(uint64_t{1} << slot);
+  if (l.occupied == 0) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
+  return head;
+}
+
+bool TimingWheel::NextInLevel(int level, int* slot, uint64_t* start) const {
+  const uint64_t occupied = levels_[level].occupied;
+  if (occupied == 0) return false;
+  const int shift = level * kSlotBits;
+  const int digit = static_cast<int>((elapsed_ >> shift) & (kSlots - 1));
+  // Every occupied slot has a digit >= elapsed's (see the invariants), so no wrap-around search is needed.
+  const uint64_t ahead = occupied & (~uint64_t{0} << digit);
+  if (ahead == 0) InvariantBroken("occupied slot behind elapsed");
+  *slot = __builtin_ctzll(ahead);
+  // A slot at elapsed's own digit started in the past (a higher-level one waits for its cascade): due now.
+  *start = *slot == digit ? elapsed_ : HighBits(elapsed_, level) | (uint64_t(*slot) << shift);
+  return true;
+}
+
+std::optional<uint64_t> TimingWheel::NextTick() const {
+  std::optional<uint64_t> best;
+  for (uint32_t mask = levels_in_use_; mask != 0; mask &= mask - 1) {
+    int slot;
+    uint64_t start;
+    if (NextInLevel(__builtin_ctz(mask), &slot, &start) && (!best || start < *best)) best = start;
+  }
+  return best;
+}
+
+bool TimingWheel::TakeDue(uint64_t limit_tick, std::vector<TimerRef>& out, uint64_t* tick) {
+  while (levels_in_use_ != 0) {
+    // The earliest slot; on a tie the higher level wins, because cascading it may add timers to the
+    // level-0 slot of the same tick, which must then be taken together.
+    int best_level = -1, best_slot = 0;
+    uint64_t best_start = 0;
+    for (uint32_t mask = levels_in_use_; mask != 0; mask &= mask - 1) {
+      const int level = __builtin_ctz(mask);
+      int slot;
+      uint64_t start;
+      if (NextInLevel(level, &slot, &start) && (best_level < 0 || start <= best_start)) {
+        best_level = level;
+        best_slot = slot;
+        best_start = start;
+      }
+    }
+    if (best_start > limit_tick) return false;
+    elapsed_ = std::max(elapsed_, best_start);
+    TimerRef ref = TakeSlot(best_level, best_slot);
+    if (best_level == 0) {
+      for (; ref != kNoTimer; ref = pool_[ref].next) {
+        out.push_back(ref);
+        pool_[ref].home = Home::kNone;
+        --size_;
+      }
+      // Leave the links of the taken timers alone until here: the loop above walked them.
+      *tick = best_start;
+      return true;
+    }
+    // Cascade: every timer of the slot shares the slot's digits above `best_level` with elapsed now, so it
+    // is re-filed at a lower level.
+    while (ref != kNoTimer) {
+      const TimerRef next = pool_[ref].next;
+      Link(ref, std::max(DeadlineTick(pool_[ref].deadline_ns), elapsed_));
+      ref = next;
+    }
+  }
+  return false;
+}
+
+void TimingWheel::AdvanceTo(uint64_t now_tick) { elapsed_ = std::max(elapsed_, now_tick); }
+
+void TimingWheel::SetTick(uint64_t tick_ns) {
+  std::vector<TimerRef> all;
+  all.reserve(size_);
+  for (int level = 0; level < kLevels; ++level) {
+    for (int slot = 0; slot < kSlots; ++slot) {
+      for (TimerRef ref = TakeSlot(level, slot); ref != kNoTimer; ref = pool_[ref].next) all.push_back(ref);
+    }
+  }
+  // elapsed_ * old tick <= the last `now` seen, so the new elapsed is <= the new tick of that `now`: a timer
+  // clamped up to it is due at the next TakeDue, exactly as its own (earlier) tick would be.
+  const unsigned __int128 processed_ns = static_cast<unsigned __int128>(elapsed_) * tick_ns_;
+  elapsed_ = static_cast<uint64_t>(processed_ns / tick_ns);
+  tick_ns_ = tick_ns;
+  for (TimerRef ref : all) Link(ref, std::max(DeadlineTick(pool_[ref].deadline_ns), elapsed_));
+}
+
+void TimingWheel::CheckInvariants() const {
+  size_t total = 0;
+  for (int level = 0; level < kLevels; ++level) {
+    const Level& l = levels_[level];
+    if (((levels_in_use_ >> level) & 1) != (l.occupied != 0)) InvariantBroken("level mask");
+    const int digit = static_cast<int>((elapsed_ >> (level * kSlotBits)) & (kSlots - 1));
+    for (int slot = 0; slot < kSlots; ++slot) {
+      if (((l.occupied >> slot) & 1) != (l.head[slot] != kNoTimer)) InvariantBroken("occupancy bitmap");
+      if (l.head[slot] != kNoTimer && slot < digit) InvariantBroken("occupied slot behind elapsed");
+      TimerRef prev = kNoTimer;
+      for (TimerRef ref = l.head[slot]; ref != kNoTimer; ref = pool_[ref].next) {
+        const TimerRecord& r = pool_[ref];
+        if (r.prev != prev) InvariantBroken("broken back link");
+        if (r.home != Home::kWheel || r.location != level * kSlots + slot) InvariantBroken("record location");
+        const uint64_t t = std::max(DeadlineTick(r.deadline_ns), elapsed_);
+        if (HighBits(t, level) != HighBits(elapsed_, level)) InvariantBroken("timer outside its level's span");
+        if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot) InvariantBroken("wrong slot");
+        prev = ref;
+        ++total;
+      }
+    }
+  }
+  if (total != size_) InvariantBroken("size");
+}
+
+}  // namespace lawn

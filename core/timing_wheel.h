@@ -1,0 +1,104 @@
+// TimingWheel: a hierarchical timing wheel over 64-bit tick numbers (Varghese & Lauck scheme 7; the Volt
+// runtime's bitmap variant), for timers whose TTLs are irregular.
+//
+// Level L has 64 slots of 64^L ticks each. A timer with deadline tick d is filed at the level of the most
+// significant bit in which d differs from `elapsed` (63 - clz((elapsed ^ d) | 63)) / 6, in slot
+// (d >> 6L) & 63. Eleven levels cover 66 bits, so every 64-bit deadline has a level: no overflow list and no
+// maximum TTL. With the default 1 ms tick:
+//
+//   level  slot width        range of the level
+//     0    1 ms              64 ms
+//     1    64 ms             4.1 s
+//     2    4.1 s             4.4 min
+//     3    4.4 min           4.7 h
+//     4    4.7 h             12.4 days
+//     5    12.4 days         2.2 years
+//     6..10 ...              up to 2^64 ticks (5.8e8 years)
+//
+// Each level keeps a 64-bit occupancy bitmap; the next occupied slot is a ctz, and a 16-bit mask of non-empty
+// levels skips empty ones, so NextTick is O(levels in use) and insert/remove are O(1). As time passes, the
+// earliest occupied slot of a level > 0 is cascaded: its timers are re-filed relative to the new `elapsed`,
+// landing at lower levels. Each timer cascades at most once per level.
+//
+// Invariants (CheckInvariants): every filed timer has deadline tick >= elapsed (a past-due timer is filed at
+// elapsed); it sits at the level and slot
+// computed from elapsed at the time it was filed, which shares all bits above that level with the current
+// elapsed and has a slot digit >= elapsed's digit; bitmaps mark exactly the non-empty slots; the level mask
+// marks exactly the non-empty levels.
+//
+// Thread-safety: none; owned by one Shard.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/timer_pool.h"
+
+namespace lawn {
+
+class TimingWheel {
+ public:
+  static constexpr int kLevels = 11;
+  static constexpr int kSlotBits = 6;
+  static constexpr int kSlots = 1 << kSlotBits;
+
+  TimingWheel(TimerPool& pool, uint64_t tick_ns);
+  TimingWheel(const TimingWheel&) = delete;
+  TimingWheel& operator=(const TimingWheel&) = delete;
+
+  // ceil(deadline_ns / tick): the first tick at whose start the deadline has passed.
+  uint64_t DeadlineTick(uint64_t deadline_ns) const {
+    return deadline_ns / tick_ns_ + (deadline_ns % tick_ns_ != 0);
+  }
+
+  // Files `ref` by its deadline_ns. A deadline tick before `elapsed` is filed at `elapsed`: due at the next
+  // TakeDue, which is exactly when its own tick would have been due. REQUIRES: ref is live and unfiled.
+  void Insert(TimerRef ref);
+
+  // Unlinks a filed timer. REQUIRES: pool[ref].home == Home::kWheel.
+  void Remove(TimerRef ref);
+
+  // The earliest tick at which TakeDue may return timers or cascade; nullopt when empty.
+  std::optional<uint64_t> NextTick() const;
+
+  // Cascades every higher-level slot that starts at or before `limit_tick` and is earlier than the first
+  // level-0 slot; then, if the earliest level-0 slot's tick is <= limit_tick, unlinks its timers, appends
+  // them to `out` (in no particular order), sets `*tick` to their tick and returns true. Returns false when
+  // no timer is due at limit_tick.
+  bool TakeDue(uint64_t limit_tick, std::vector<TimerRef>& out, uint64_t* tick);
+
+  // Records that every tick <= now_tick has been processed. REQUIRES: NextTick() > now_tick (or empty).
+  void AdvanceTo(uint64_t now_tick);
+
+  // Re-files every timer under a new tick length. Deadlines are in ns, so nothing becomes due earlier.
+  void SetTick(uint64_t tick_ns);
+
+  uint64_t elapsed() const { return elapsed_; }
+  size_t size() const { return size_; }
+  size_t MemoryBytes() const { return sizeof(*this); }
+  void CheckInvariants() const;
+
+ private:
+  struct Level {
+    uint64_t occupied = 0;
+    std::array<TimerRef, kSlots> head;
+  };
+
+  // Slot of the earliest occupied slot at `level` and its start tick.
+  bool NextInLevel(int level, int* slot, uint64_t* start) const;
+  void Link(TimerRef ref, uint64_t deadline_tick);
+  TimerRef TakeSlot(int level, int slot);
+
+  TimerPool& pool_;
+  uint64_t tick_ns_;
+  // The last tick processed: every tick before it is done; timers filed at elapsed_ itself (past-due inserts)
+  // are due at the next TakeDue. Every filed deadline tick is >= elapsed_.
+  uint64_t elapsed_ = 0;
+  size_t size_ = 0;
+  uint16_t levels_in_use_ = 0;
+  std::array<Level, kLevels> levels_;
+};
+
+}  // namespace lawn

@@ -1,0 +1,47 @@
+// Delivery: one fired expiration on its way to a subscriber, and the Subscriber interface the outbox uses
+// to reach a stream.
+//
+// Thread-safety: Delivery is a value. Subscriber's bookkeeping fields are guarded by the mutex of the one
+// Outbox the subscriber is attached to (documented per field); Wake is called without any outbox lock held.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+namespace lawn {
+
+struct Delivery {
+  uint64_t delivery_id = 0;
+  std::string key;  // namespace \0 id
+  std::string payload;
+  int64_t deadline_unix_ns = 0;  // The deadline that fired.
+  int64_t fired_at_unix_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+  uint32_t attempt = 0;  // Deliveries made so far; the next send carries attempt + 1.
+  bool late = false;
+};
+
+class Subscriber {
+ public:
+  Subscriber(uint32_t max_in_flight, bool observe) : max_in_flight(max_in_flight), observe(observe) {}
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+  virtual ~Subscriber() = default;
+
+  // The outbox has something this subscriber may send. Called from any thread, never under an outbox lock;
+  // must not block.
+  virtual void Wake() = 0;
+
+  const uint32_t max_in_flight;
+  const bool observe;  // A copy of every expiration, best effort, no acks.
+
+  // Guarded by the outbox's mutex.
+  uint32_t in_flight = 0;      // Sent and not yet acked (work-sharing subscribers).
+  bool waiting = false;        // Asked for work and found none: wake it when work arrives.
+  std::deque<Delivery> observed;  // Copies queued for an observer (bounded by max_in_flight).
+  uint64_t dropped = 0;        // Copies an observer missed because its queue was full.
+};
+
+}  // namespace lawn

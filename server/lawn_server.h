@@ -1,0 +1,48 @@
+// LawnServer: everything lawnd runs, wired together: the store, the runtime (shards, outboxes), the gRPC
+// server with TimerService, health and reflection. main() only parses flags and waits for a signal.
+//
+// Health: NOT_SERVING until recovery is done, SERVING while ready, NOT_SERVING again on a storage failure or
+// during the drain.
+//
+// Thread-safety: Start and Drain are called from one thread; health updates come from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "config/options.h"
+#include "grpcpp/grpcpp.h"
+
+namespace lawn {
+
+class Runtime;
+class TimerServiceImpl;
+
+class LawnServer {
+ public:
+  explicit LawnServer(const Options& options);
+  ~LawnServer();
+  LawnServer(const LawnServer&) = delete;
+  LawnServer& operator=(const LawnServer&) = delete;
+
+  // Opens the store, starts recovery and the gRPC server (listening before recovery ends, NOT_SERVING).
+  absl::Status Start();
+  // Stops accepting, ends Subscribe streams, finishes in-flight calls (bounded by shutdown_timeout), stops
+  // the workers and syncs the store.
+  void Drain();
+
+  int port() const { return port_; }
+
+ private:
+  void UpdateHealth();
+
+  const Options options_;
+  std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<TimerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace lawn

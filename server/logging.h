@@ -1,0 +1,16 @@
+// Logging setup for lawnd: spdlog to stderr, as text or one JSON object per line (for a cluster's log
+// pipeline).
+//
+// Thread-safety: call once at start, before other threads log.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace lawn {
+
+// `level`: trace, debug, info, warn, error, critical, off. `format`: text or json.
+absl::Status SetupLogging(const std::string& level, const std::string& format);
+
+}  // namespace lawn

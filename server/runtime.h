@@ -1,0 +1,116 @@
+// Runtime: lawnd's engine room. Owns the shard workers, the namespaces and their outboxes, the store, and the
+// background thread that redelivers unacked expirations and (in `interval` durability) syncs the store.
+//
+// Life cycle: Start() starts the workers and recovers from the store on a separate thread; ready() turns true
+// when every stored timer and expiration is back in memory (the health check says SERVING only then).
+// Stop() runs what is queued and stops the threads; pending timers stay on disk.
+//
+// Write failures: a storage write that fails for any reason other than the free-space guard puts the runtime
+// in a failed state: write_status() is the cause, writes are answered UNAVAILABLE and health is NOT_SERVING
+// (in-memory state may be ahead of the disk, so only a restart, which recovers from disk, clears it).
+//
+// Thread-safety: all public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "config/options.h"
+#include "server/namespaces.h"
+#include "server/shard_command.h"
+#include "server/time_base.h"
+#include "storage/timer_store.h"
+
+namespace lawn {
+
+class ShardWorker;
+
+struct RecoveryStats {
+  uint64_t timers = 0;
+  uint64_t expirations = 0;
+  double seconds = 0;
+};
+
+class Runtime {
+ public:
+  // `store` is nullptr in `memory` durability.
+  Runtime(const Options& options, std::unique_ptr<TimerStore> store);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();
+
+  // Starts workers and recovery. Errors: those of the store (e.g. FAILED_PRECONDITION for a data dir of an
+  // unknown format).
+  absl::Status Start();
+  // Blocks until recovery is done (or failed); returns its status.
+  absl::Status WaitUntilReady();
+  void Stop();
+
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  // OK, or why writes are refused for good.
+  absl::Status write_status() const;
+  bool write_failed() const { return write_failed_.load(std::memory_order_acquire); }
+  void ReportWriteFailure(const absl::Status& status);
+  // Called (from any thread) when ready or write-failed state changes, so health can follow.
+  void SetHealthListener(std::function<void()> listener);
+
+  uint32_t shard_count() const { return static_cast<uint32_t>(workers_.size()); }
+  uint32_t ShardFor(std::string_view key) const;
+  void Submit(uint32_t shard, std::unique_ptr<ShardCommand> command);
+  // Deletes acked expirations from the store (asynchronously, through the workers).
+  void PersistAcks(std::vector<uint64_t> delivery_ids);
+
+  Namespaces& namespaces() { return namespaces_; }
+  const TimeBase& time() const { return time_; }
+  const Options& options() const { return options_; }
+  std::atomic<uint64_t>& total_pending() { return total_pending_; }
+  uint64_t boot_epoch() const { return boot_epoch_; }
+  RecoveryStats recovery_stats() const;
+  TimerStore* store() { return store_.get(); }
+
+  // Builds a timer key: namespace \0 id.
+  static std::string Key(std::string_view ns, std::string_view id);
+  // Splits a key into namespace and id.
+  static std::pair<std::string_view, std::string_view> SplitKey(std::string_view key);
+
+ private:
+  void Recover();
+  void Background();
+  void NotifyHealth();
+
+  const Options options_;
+  const TimeBase time_;
+  std::unique_ptr<TimerStore> store_;
+  Namespaces namespaces_;
+  std::vector<std::unique_ptr<ShardWorker>> workers_;
+  std::atomic<uint64_t> total_pending_{0};
+  uint64_t boot_epoch_ = 0;
+
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> write_failed_{false};
+  mutable absl::Mutex mu_;
+  absl::Status write_status_ ABSL_GUARDED_BY(mu_);
+  absl::Status recovery_status_ ABSL_GUARDED_BY(mu_);
+  bool recovery_done_ ABSL_GUARDED_BY(mu_) = false;
+  RecoveryStats recovery_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
+
+  std::thread recovery_thread_;
+  std::thread background_thread_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // Guarded by stop_mu_.
+  bool started_ = false;
+};
+
+}  // namespace lawn

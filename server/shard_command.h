@@ -1,0 +1,52 @@
+// ShardCommand: a unit of work a shard worker runs on its own thread, and the context it runs in.
+//
+// A worker runs commands in rounds: Apply every queued command (mutating the shard and recording storage
+// operations in one batch), fire what is due, write the batch once (group commit), then call Done on each
+// command with the write's status. A command answers its RPC in Done, so nothing is acknowledged before it is
+// written. Commands that only read leave the batch alone and see Done(OK)... or the write's failure, which
+// they may ignore.
+//
+// Thread-safety: Apply and Done run on the worker thread; a command is owned by the worker until Done returns.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "core/shard.h"
+#include "storage/store_batch.h"
+
+namespace lawn {
+
+class Runtime;
+struct NamespaceState;
+
+class ShardContext {
+ public:
+  virtual ~ShardContext() = default;
+  virtual Shard& shard() = 0;
+  // Storage operations of this round; nullptr in `memory` durability.
+  virtual StoreBatch* batch() = 0;
+  virtual uint64_t now_mono_ns() const = 0;
+  virtual uint32_t shard_index() const = 0;
+  virtual Runtime& runtime() = 0;
+  // The namespace's state, cached per worker. RESOURCE_EXHAUSTED beyond the namespace limit.
+  virtual absl::StatusOr<NamespaceState*> Namespace(std::string_view name) = 0;
+  // Status of the free-space guard for this round: writes must not be applied when it is not OK.
+  virtual const absl::Status& write_admission() const = 0;
+};
+
+class ShardCommand {
+ public:
+  ShardCommand() = default;
+  ShardCommand(const ShardCommand&) = delete;
+  ShardCommand& operator=(const ShardCommand&) = delete;
+  virtual ~ShardCommand() = default;
+
+  // Runs against the shard; records storage operations in ctx.batch().
+  virtual void Apply(ShardContext& ctx) = 0;
+  // Called after the round's storage write with its status (OK in memory mode or when nothing was written).
+  virtual void Done(const absl::Status& write_status) = 0;
+};
+
+}  // namespace lawn

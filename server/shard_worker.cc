@@ -1,0 +1,171 @@
+#include "server/shard_worker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "server/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+namespace {
+
+// An expiration this much later than its deadline is marked late (e.g. it was due while lawnd was down).
+constexpr uint64_t kLateAfterNs = 1'000'000'000;
+constexpr uint64_t kMaxSleepNs = 3600'000'000'000;
+
+}  // namespace
+
+ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& runtime, TimerStore* store,
+                         SyncMode sync_mode)
+    : index_(index),
+      runtime_(runtime),
+      store_(store),
+      sync_mode_(sync_mode),
+      late_after_ns_(std::max<uint64_t>(kLateAfterNs, options.tick_ns)),
+      shard_(options) {
+  delivery_base_ = ((runtime.boot_epoch() & 0xFFFFF) << 44) | (uint64_t{index & 0xFF} << 36);
+}
+
+ShardWorker::~ShardWorker() { Stop(); }
+
+void ShardWorker::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
+  bool wake;
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(command));
+    wake = sleeping_;
+  }
+  if (wake) cv_.notify_one();
+}
+
+void ShardWorker::EnableExpiry() {
+  {
+    std::lock_guard lock(mu_);
+    expiry_enabled_ = true;
+  }
+  cv_.notify_one();
+}
+
+void ShardWorker::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<NamespaceState*> ShardWorker::Namespace(std::string_view name) {
+  auto it = namespace_cache_.find(absl::string_view(name.data(), name.size()));
+  if (it != namespace_cache_.end()) return it->second;
+  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
+  if (ns.ok()) namespace_cache_.emplace(std::string(name), *ns);
+  return ns;
+}
+
+void ShardWorker::Run() {
+  std::vector<std::unique_ptr<ShardCommand>> commands;
+  while (true) {
+    bool stop = false;
+    {
+      std::unique_lock lock(mu_);
+      while (queue_.empty() && !stopping_) {
+        const std::optional<uint64_t> next = expiry_enabled_ ? shard_.NextDeadlineNs() : std::nullopt;
+        if (next && *next <= TimeBase::MonoNowNs()) break;
+        sleeping_ = true;
+        if (next) {
+          // Capped: libstdc++ converts the time point to a timespec, which far-future deadlines overflow.
+          const uint64_t cap = TimeBase::MonoNowNs() + kMaxSleepNs;
+          cv_.wait_until(lock, TimeBase::MonoToTimePoint(std::min(*next, cap)));
+        } else {
+          cv_.wait(lock);
+        }
+        sleeping_ = false;
+      }
+      commands.swap(queue_);
+      stop = stopping_;
+    }
+    if (!commands.empty() || !stop) RunRound(commands, !stop);
+    commands.clear();
+    if (stop) return;
+  }
+}
+
+void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire) {
+  now_mono_ns_ = TimeBase::MonoNowNs();
+  batch_.Clear();
+  deliveries_.clear();
+  // The free-space guard is checked before anything changes in memory: a refused round has nothing to undo.
+  admission_ = runtime_.write_failed() ? runtime_.write_status()
+               : store_ != nullptr      ? store_->CheckSpace(1 << 20)
+                                        : absl::OkStatus();
+  for (auto& command : commands) command->Apply(*this);
+  bool expiry_enabled;
+  {
+    std::lock_guard lock(mu_);
+    expiry_enabled = expiry_enabled_;
+  }
+  // Expiry also writes: with the guard refusing, due timers simply stay pending until space returns.
+  if (expire && expiry_enabled && admission_.ok()) Expire();
+
+  absl::Status written = absl::OkStatus();
+  if (store_ != nullptr && !batch_.empty()) {
+    written = store_->Write(batch_, sync_mode_);
+    if (!written.ok()) runtime_.ReportWriteFailure(written);
+  }
+  for (auto& command : commands) command->Done(written);
+  if (!written.ok()) return;  // Nothing fired this round is acknowledged; the disk still has the timers.
+
+  // Publish per namespace in one call each (deliveries_ is grouped by the order timers fired).
+  size_t i = 0;
+  while (i < deliveries_.size()) {
+    NamespaceState* ns = deliveries_[i].first;
+    std::vector<Delivery> group;
+    while (i < deliveries_.size() && deliveries_[i].first == ns) group.push_back(std::move(deliveries_[i++].second));
+    ns->outbox.Publish(std::move(group));
+  }
+  deliveries_.clear();
+}
+
+void ShardWorker::Expire() {
+  const TimeBase& time = runtime_.time();
+  const int64_t fired_at = TimeBase::WallNowNs();
+  StoreBatch* batch = this->batch();
+  shard_.Advance(now_mono_ns_, [&](const Fired& fired) {
+    const TimerView& t = fired.timer;
+    const auto [ns_name, id] = Runtime::SplitKey(t.id);
+    absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);
+    if (!ns.ok()) return;  // Only possible beyond kMaxNamespaces, which starts refuse first.
+    Delivery d;
+    d.delivery_id = NextDeliveryId();
+    d.key.assign(t.id);
+    d.payload.assign(t.payload);
+    d.deadline_unix_ns = time.ToWall(t.deadline_ns);
+    d.fired_at_unix_ns = fired_at;
+    d.ttl_ns = t.ttl_ns;
+    d.interval_ns = t.interval_ns;
+    d.late = now_mono_ns_ > t.deadline_ns + late_after_ns_;
+    if (batch != nullptr) {
+      // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
+      // enters the outbox.
+      if (fired.next_deadline_ns != 0) {
+        batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+      } else {
+        batch->DeleteTimer(t.id);
+      }
+      batch->PutExpiration(d.delivery_id, t.id, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload,
+                           fired_at, 0);
+    }
+    if (fired.next_deadline_ns == 0) {
+      (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+      runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    }
+    deliveries_.emplace_back(*ns, std::move(d));
+  });
+}
+
+}  // namespace lawn

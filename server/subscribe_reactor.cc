@@ -1,0 +1,224 @@
+#include "server/subscribe_reactor.h"
+
+#include <vector>
+
+#include "server/namespaces.h"
+#include "server/outbox.h"
+#include "server/proto_convert.h"
+#include "server/runtime.h"
+#include "server/time_base.h"
+#include "server/validation.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+namespace {
+
+constexpr uint32_t kDefaultMaxInFlight = 100;
+
+}  // namespace
+
+class SubscribeReactor::StreamHandle final : public Subscriber {
+ public:
+  StreamHandle(SubscribeReactor* reactor, uint32_t max_in_flight, bool observe)
+      : Subscriber(max_in_flight, observe), reactor_(reactor) {}
+  void Wake() override {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ != nullptr) reactor_->TrySend();
+  }
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  SubscribeReactor* reactor_ ABSL_GUARDED_BY(mu_);
+};
+
+// ---- StreamRegistry ---------------------------------------------------------------------------------------
+
+void StreamRegistry::Add(SubscribeReactor* r) {
+  absl::MutexLock lock(&mu_);
+  live_.insert(r);
+}
+
+void StreamRegistry::Remove(SubscribeReactor* r) {
+  absl::MutexLock lock(&mu_);
+  live_.erase(r);
+}
+
+void StreamRegistry::CloseAll(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  closing_ = status;
+  // Held across Close: a reactor cannot reach OnDone (which takes mu_ to Remove itself) meanwhile.
+  for (SubscribeReactor* r : live_) r->Close(status);
+}
+
+size_t StreamRegistry::size() const {
+  absl::MutexLock lock(&mu_);
+  return live_.size();
+}
+
+grpc::Status StreamRegistry::closing_status() const {
+  absl::MutexLock lock(&mu_);
+  return closing_;
+}
+
+// ---- SubscribeReactor -------------------------------------------------------------------------------------
+
+SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry)
+    : runtime_(runtime), registry_(registry) {
+  registry_.Add(this);
+  const grpc::Status closing = registry_.closing_status();
+  if (!closing.ok()) {
+    Close(closing);
+    return;
+  }
+  StartRead(&request_);
+}
+
+void SubscribeReactor::OnReadDone(bool ok) {
+  if (!ok) {  // The client half-closed or the stream broke.
+    Close(grpc::Status::OK);
+    return;
+  }
+  bool opened;
+  {
+    absl::MutexLock lock(&mu_);
+    opened = handle_ != nullptr;
+  }
+  if (!opened) {
+    if (!request_.has_open()) {
+      Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first Subscribe message must be `open`"));
+      return;
+    }
+    Open(request_.open());
+    return;
+  }
+  if (!request_.has_ack()) {
+    Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "`open` may be sent only once, as the first message; later messages must be `ack`"));
+    return;
+  }
+  Outbox* outbox;
+  {
+    absl::MutexLock lock(&mu_);
+    outbox = outbox_;
+  }
+  std::vector<uint64_t> acked;
+  const auto& ids = request_.ack().delivery_ids();
+  outbox->Ack(ids.data(), static_cast<size_t>(ids.size()), &acked);
+  runtime_.PersistAcks(std::move(acked));
+  StartRead(&request_);
+}
+
+void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
+  absl::StatusOr<std::string_view> ns_name = ValidateNamespace(open.namespace_());
+  if (!ns_name.ok()) {
+    Close(ToGrpcStatus(ns_name.status()));
+    return;
+  }
+  const uint32_t limit = runtime_.options().max_in_flight;
+  uint32_t max_in_flight = open.max_in_flight() == 0 ? std::min(kDefaultMaxInFlight, limit) : open.max_in_flight();
+  if (max_in_flight > limit) {
+    Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "open.max_in_flight: " + std::to_string(max_in_flight) + " is above the limit of " +
+                           std::to_string(limit) + " (config key max_in_flight); 0 means " +
+                           std::to_string(std::min(kDefaultMaxInFlight, limit))));
+    return;
+  }
+  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(*ns_name);
+  if (!ns.ok()) {
+    Close(ToGrpcStatus(ns.status()));
+    return;
+  }
+  auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe());
+  {
+    absl::MutexLock lock(&mu_);
+    if (closing_) return;
+    handle_ = handle;
+    outbox_ = &(*ns)->outbox;
+  }
+  spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {})", *ns_name, max_in_flight,
+                open.observe());
+  StartRead(&request_);
+  (*ns)->outbox.AddSubscriber(handle);  // Wakes us: the first sends start here.
+}
+
+void SubscribeReactor::TrySend() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (writing_ || closing_ || handle_ == nullptr) return;
+    Delivery d;
+    if (!outbox_->Next(*handle_, TimeBase::MonoNowNs(), &d)) return;
+    writing_ = true;
+    v1::Expiration* e = response_.mutable_expiration();
+    FillTimer(d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns, e->mutable_timer());
+    SetTimestamp(d.fired_at_unix_ns, e->mutable_fired_at());
+    e->set_delivery_id(d.delivery_id);
+    e->set_attempt(d.attempt);
+    e->set_late(d.late);
+    if (d.attempt > 1) {
+      spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
+    }
+  }
+  StartWrite(&response_);
+}
+
+void SubscribeReactor::OnWriteDone(bool ok) {
+  grpc::Status finish_with;
+  bool finish = false;
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (closing_ && !finished_) {
+      finished_ = true;
+      finish = true;
+      finish_with = close_status_;
+    }
+  }
+  if (finish) {
+    Finish(finish_with);
+  } else if (!ok) {
+    Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write to subscriber failed"));
+  } else {
+    TrySend();
+  }
+}
+
+void SubscribeReactor::Close(const grpc::Status& status) {
+  std::shared_ptr<StreamHandle> handle;
+  Outbox* outbox;
+  bool finish_now = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closing_) return;
+    closing_ = true;
+    close_status_ = status;
+    handle = handle_;
+    outbox = outbox_;
+    if (!writing_) {
+      finished_ = true;
+      finish_now = true;
+    }
+  }
+  // Whatever this stream held unacked goes back to the namespace's ready queue for other subscribers.
+  if (outbox != nullptr) outbox->RemoveSubscriber(handle.get());
+  if (finish_now) Finish(status);
+}
+
+void SubscribeReactor::OnCancel() { Close(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+
+void SubscribeReactor::OnDone() {
+  std::shared_ptr<StreamHandle> handle;
+  {
+    absl::MutexLock lock(&mu_);
+    handle = handle_;
+  }
+  if (handle != nullptr) handle->Detach();
+  registry_.Remove(this);
+  delete this;
+}
+
+}  // namespace lawn

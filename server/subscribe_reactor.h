@@ -1,0 +1,77 @@
+// SubscribeReactor: one Subscribe stream. Reads `open` then `ack`s; writes expirations taken from its
+// namespace's Outbox, one write in flight at a time.
+//
+// Lifetime: gRPC owns the reactor until OnDone, which deletes it. The Outbox reaches the stream only through
+// a StreamHandle (shared_ptr), whose pointer to the reactor is cleared in OnDone under the handle's mutex,
+// so a Wake racing with the end of the stream finds nothing to call.
+//
+// Thread-safety: reactions run on gRPC threads, Wake on worker threads, Close on the drain thread. Lock order:
+// StreamHandle::mu_, then SubscribeReactor::mu_, then the Outbox mutex. Outbox calls that may wake other
+// streams (AddSubscriber, RemoveSubscriber, Ack) are made without holding mu_.
+#pragma once
+
+#include <memory>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "lawn/v1/timer.pb.h"
+#include "server/delivery.h"
+
+namespace lawn {
+
+class Outbox;
+class Runtime;
+class SubscribeReactor;
+
+// The live Subscribe streams, so a drain can end them all.
+class StreamRegistry {
+ public:
+  void Add(SubscribeReactor* r);
+  void Remove(SubscribeReactor* r);
+  // Ends every stream with `status`; later streams are refused with it too.
+  void CloseAll(const grpc::Status& status);
+  size_t size() const;
+  // Status new streams are refused with; OK while open.
+  grpc::Status closing_status() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<SubscribeReactor*> live_ ABSL_GUARDED_BY(mu_);
+  grpc::Status closing_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
+};
+
+class SubscribeReactor final : public grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse> {
+ public:
+  SubscribeReactor(Runtime& runtime, StreamRegistry& registry);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // Sends the next expiration if no write is in flight. Any thread.
+  void TrySend();
+  // Ends the stream with `status` (once). Any thread.
+  void Close(const grpc::Status& status);
+
+ private:
+  class StreamHandle;
+
+  void Open(const v1::SubscribeRequest::Open& open);
+
+  Runtime& runtime_;
+  StreamRegistry& registry_;
+  v1::SubscribeRequest request_;  // Only touched by the read chain (one read in flight).
+
+  absl::Mutex mu_;
+  v1::SubscribeResponse response_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<StreamHandle> handle_ ABSL_GUARDED_BY(mu_);
+  Outbox* outbox_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status close_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace lawn

@@ -1,0 +1,256 @@
+#include "server/timer_commands.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "server/namespaces.h"
+#include "server/proto_convert.h"
+#include "server/runtime.h"
+
+namespace lawn {
+
+namespace {
+
+std::string Describe(std::string_view key) {
+  const auto [ns, id] = Runtime::SplitKey(key);
+  return "timer '" + PrintableId(id) + "' in namespace '" + std::string(ns) + "'";
+}
+
+When WhenOf(const Runtime& runtime, bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
+  // A deadline in the past maps to a monotonic time already passed: it fires at once.
+  return by_ttl ? When::After(ttl_ns) : When::At(runtime.time().ToMono(deadline_unix_ns));
+}
+
+// A storage failure turns a success that was not written into the write's error.
+absl::Status AfterWrite(const absl::Status& applied, bool wrote, const absl::Status& write_status) {
+  if (applied.ok() && wrote && !write_status.ok()) {
+    return absl::UnavailableError("not stored: " + std::string(write_status.message()));
+  }
+  return applied;
+}
+
+}  // namespace
+
+// ---- Start ------------------------------------------------------------------------------------------------
+
+void StartCommand::Apply(ShardContext& ctx) {
+  Runtime& runtime = ctx.runtime();
+  const Options& options = runtime.options();
+  for (uint32_t i : indices_) {
+    StartOp& op = batch_->ops[i];
+    if (!ctx.write_admission().ok()) {
+      op.status = ctx.write_admission();
+      continue;
+    }
+    const auto [ns_name, id] = Runtime::SplitKey(op.key);
+    absl::StatusOr<NamespaceState*> ns = ctx.Namespace(ns_name);
+    if (!ns.ok()) {
+      op.status = ns.status();
+      continue;
+    }
+    const bool exists = ctx.shard().Get(op.key).has_value();
+    if (exists && !op.replace) {
+      op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
+      continue;
+    }
+    if (!exists) {
+      // Reserve before starting; released below if the start fails.
+      if (runtime.total_pending().fetch_add(1, std::memory_order_relaxed) >= options.max_pending_timers) {
+        runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+        op.status = absl::ResourceExhaustedError("lawnd holds max_pending_timers (" +
+                                                 std::to_string(options.max_pending_timers) +
+                                                 ") pending timers; delete some or raise the limit");
+        continue;
+      }
+      if ((*ns)->pending.fetch_add(1, std::memory_order_relaxed) >= options.max_pending_per_namespace) {
+        (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+        runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+        op.status = absl::ResourceExhaustedError(
+            "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
+            std::to_string(options.max_pending_per_namespace) + ") pending timers");
+        continue;
+      }
+    }
+    StartSpec spec;
+    spec.id = op.key;
+    spec.payload = op.payload;
+    spec.when = WhenOf(runtime, op.by_ttl, op.ttl_ns, op.deadline_unix_ns);
+    spec.interval_ns = op.interval_ns;
+    spec.replace = op.replace;
+    op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
+      const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
+      FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
+      if (StoreBatch* batch = ctx.batch()) batch->PutTimer(t.id, deadline, t.ttl_ns, t.interval_ns, t.payload);
+    });
+    if (!op.status.ok() && !exists) {
+      (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+      runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void StartCommand::Done(const absl::Status& write_status) {
+  for (uint32_t i : indices_) {
+    StartOp& op = batch_->ops[i];
+    op.status = AfterWrite(op.status, true, write_status);
+  }
+  if (batch_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) batch_->Finish();
+}
+
+void StartBatch::Finish() {
+  if (batch_response == nullptr) {
+    reactor->Finish(ToGrpcStatus(ops[0].status));
+    return;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    v1::StartTimerResult* result = batch_response->mutable_results(static_cast<int>(i));
+    result->set_code(static_cast<int32_t>(ops[i].status.code()));
+    if (!ops[i].status.ok()) {
+      result->set_message(std::string(ops[i].status.message()));
+      result->clear_timer();
+    }
+  }
+  reactor->Finish(grpc::Status::OK);
+}
+
+// ---- Delete / Reschedule / Get ----------------------------------------------------------------------------
+
+void KeyCommand::Apply(ShardContext& ctx) {
+  Runtime& runtime = ctx.runtime();
+  Shard& shard = ctx.shard();
+  if (kind_ != Kind::kGet && !ctx.write_admission().ok()) {
+    status_ = ctx.write_admission();
+    return;
+  }
+  auto fill = [&](const TimerView& t) {
+    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, out_);
+  };
+  switch (kind_) {
+    case Kind::kGet: {
+      std::optional<TimerView> t = shard.Get(key_);
+      status_ = t ? absl::OkStatus() : absl::NotFoundError("no pending " + Describe(key_));
+      if (t) fill(*t);
+      return;
+    }
+    case Kind::kDelete: {
+      status_ = shard.Delete(key_, [&](const TimerView& t) {
+        fill(t);
+        if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(t.id);
+      });
+      if (status_.ok()) {
+        wrote_ = true;
+        absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(key_).first);
+        if (ns.ok()) (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+        runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        status_ = absl::NotFoundError("no pending " + Describe(key_));
+      }
+      return;
+    }
+    case Kind::kReschedule: {
+      const When when = WhenOf(runtime, by_ttl_, ttl_ns_, deadline_unix_ns_);
+      status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t) {
+        fill(t);
+        if (StoreBatch* batch = ctx.batch()) {
+          batch->PutTimer(t.id, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, t.payload);
+        }
+      });
+      if (status_.ok()) {
+        wrote_ = true;
+      } else if (status_.code() == absl::StatusCode::kNotFound) {
+        status_ = absl::NotFoundError("no pending " + Describe(key_));
+      }
+      return;
+    }
+  }
+}
+
+void KeyCommand::Done(const absl::Status& write_status) {
+  reactor_->Finish(ToGrpcStatus(AfterWrite(status_, wrote_, write_status)));
+}
+
+// ---- List -------------------------------------------------------------------------------------------------
+
+void ListCommand::Apply(ShardContext& ctx) {
+  const std::string prefix = Runtime::Key(state_->ns, "");
+  // A max-heap of the `limit` smallest qualifying ids seen so far: O(n log limit), one pass.
+  std::priority_queue<std::string_view> smallest;
+  ctx.shard().ForEach([&](const TimerView& t) {
+    if (t.id.size() < prefix.size() || t.id.compare(0, prefix.size(), prefix) != 0) return;
+    const std::string_view id = t.id.substr(prefix.size());
+    if (state_->has_after && id <= state_->after) return;
+    if (smallest.size() < state_->limit) {
+      smallest.push(id);
+    } else if (id < smallest.top()) {
+      smallest.pop();
+      smallest.push(id);
+    }
+  });
+  std::vector<v1::Timer>& out = state_->per_shard[shard_];
+  out.resize(smallest.size());
+  Runtime& runtime = ctx.runtime();
+  for (size_t i = smallest.size(); i-- > 0;) {
+    const std::string key = prefix + std::string(smallest.top());
+    smallest.pop();
+    const TimerView t = *ctx.shard().Get(key);
+    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, &out[i]);
+  }
+}
+
+void ListCommand::Done(const absl::Status&) {
+  if (state_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) state_->Finish();
+}
+
+void ListState::Finish() {
+  std::vector<v1::Timer*> all;
+  for (auto& shard : per_shard) {
+    for (auto& t : shard) all.push_back(&t);
+  }
+  std::sort(all.begin(), all.end(), [](const v1::Timer* a, const v1::Timer* b) { return a->id() < b->id(); });
+  const size_t n = std::min(all.size(), limit);
+  for (size_t i = 0; i < n; ++i) response->add_timers()->Swap(all[i]);
+  // More may follow if any shard filled its page.
+  bool more = all.size() > limit;
+  for (auto& shard : per_shard) more = more || shard.size() == limit;
+  if (more && n > 0) response->set_next_page_token(EncodePageToken(response->timers(static_cast<int>(n - 1)).id()));
+  reactor->Finish(grpc::Status::OK);
+}
+
+// ---- Stats ------------------------------------------------------------------------------------------------
+
+void StatsCommand::Apply(ShardContext& ctx) {
+  v1::ShardStats& s = state_->per_shard[shard_];
+  s.set_shard(shard_);
+  s.set_pending_timers(ctx.shard().pending());
+  s.set_lawn_timers(ctx.shard().lawn_pending());
+  s.set_wheel_timers(ctx.shard().wheel_pending());
+  s.set_lawn_buckets(ctx.shard().lawn_buckets());
+}
+
+void StatsCommand::Done(const absl::Status&) {
+  if (state_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) state_->Finish();
+}
+
+void StatsState::Finish() {
+  uint64_t pending = 0, outbox = 0, redeliveries = 0;
+  for (auto& s : per_shard) {
+    pending += s.pending_timers();
+    *response->add_shards() = std::move(s);
+  }
+  for (NamespaceState* ns : runtime->namespaces().All()) {
+    const OutboxCounters c = ns->outbox.Counters();
+    v1::NamespaceStats* n = response->add_namespaces();
+    n->set_namespace_(ns->name());
+    n->set_pending_timers(ns->pending.load(std::memory_order_relaxed));
+    n->set_outbox(c.ready + c.in_flight);
+    n->set_subscribers(static_cast<uint32_t>(c.subscribers + c.observers));
+    outbox += c.ready + c.in_flight;
+    redeliveries += c.redeliveries;
+  }
+  response->set_pending_timers(pending);
+  response->set_outbox(outbox);
+  response->set_redeliveries(redeliveries);
+  reactor->Finish(grpc::Status::OK);
+}
+
+}  // namespace lawn

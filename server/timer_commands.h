@@ -1,0 +1,131 @@
+// The shard commands behind the TimerService RPCs. Each carries what the service parsed and validated, runs
+// on the owning shard's worker, fills the response message there, and finishes the RPC from Done, after the
+// round's storage write.
+//
+// Requests fanned out to several shards (StartTimers, ListTimers, GetStats) share one state object; the last
+// shard to finish completes the RPC.
+//
+// Thread-safety: see ShardCommand. Shared fan-out state is touched by one worker per item (disjoint), and
+// the atomic countdown orders the final completion after every worker's writes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "grpcpp/grpcpp.h"
+#include "lawn/v1/timer.pb.h"
+#include "server/shard_command.h"
+
+namespace lawn {
+
+// One timer to start, parsed and validated.
+struct StartOp {
+  std::string key;           // namespace \0 id
+  std::string_view payload;  // Into the request, which outlives the RPC.
+  bool by_ttl = true;
+  uint64_t ttl_ns = 0;
+  int64_t deadline_unix_ns = 0;
+  uint64_t interval_ns = 0;
+  bool replace = false;
+  absl::Status status;        // Result; OK until something fails.
+  v1::Timer* out = nullptr;   // Where the stored timer goes.
+};
+
+// StartTimer (one op) and StartTimers (many): the ops and the RPC to finish when all are done.
+struct StartBatch {
+  std::vector<StartOp> ops;
+  std::atomic<size_t> remaining{0};  // Commands still running.
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  v1::StartTimersResponse* batch_response = nullptr;  // nullptr for the unary StartTimer.
+  void Finish();
+};
+
+class StartCommand final : public ShardCommand {
+ public:
+  StartCommand(std::shared_ptr<StartBatch> batch, std::vector<uint32_t> indices)
+      : batch_(std::move(batch)), indices_(std::move(indices)) {}
+  void Apply(ShardContext& ctx) override;
+  void Done(const absl::Status& write_status) override;
+
+ private:
+  std::shared_ptr<StartBatch> batch_;
+  std::vector<uint32_t> indices_;
+};
+
+// DeleteTimer, RescheduleTimer and GetTimer: one key, one reactor.
+class KeyCommand final : public ShardCommand {
+ public:
+  enum class Kind { kDelete, kReschedule, kGet };
+  KeyCommand(Kind kind, std::string key, grpc::ServerUnaryReactor* reactor, v1::Timer* out)
+      : kind_(kind), key_(std::move(key)), reactor_(reactor), out_(out) {}
+  // For kReschedule.
+  void SetWhen(bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
+    by_ttl_ = by_ttl;
+    ttl_ns_ = ttl_ns;
+    deadline_unix_ns_ = deadline_unix_ns;
+  }
+  void Apply(ShardContext& ctx) override;
+  void Done(const absl::Status& write_status) override;
+
+ private:
+  Kind kind_;
+  std::string key_;
+  grpc::ServerUnaryReactor* reactor_;
+  v1::Timer* out_;
+  bool by_ttl_ = true;
+  uint64_t ttl_ns_ = 0;
+  int64_t deadline_unix_ns_ = 0;
+  bool wrote_ = false;
+  absl::Status status_;
+};
+
+// ListTimers: each shard returns its first `limit` timers of the namespace with id > `after`.
+struct ListState {
+  std::string ns;
+  std::string after;  // Exclusive lower bound on the id; empty = from the start.
+  bool has_after = false;
+  size_t limit = 0;
+  std::vector<std::vector<v1::Timer>> per_shard;
+  std::atomic<size_t> remaining{0};
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  v1::ListTimersResponse* response = nullptr;
+  void Finish();
+};
+
+class ListCommand final : public ShardCommand {
+ public:
+  ListCommand(std::shared_ptr<ListState> state, uint32_t shard) : state_(std::move(state)), shard_(shard) {}
+  void Apply(ShardContext& ctx) override;
+  void Done(const absl::Status&) override;
+
+ private:
+  std::shared_ptr<ListState> state_;
+  uint32_t shard_;
+};
+
+// GetStats: per-shard counts plus, at the end, namespaces and outboxes.
+struct StatsState {
+  std::vector<v1::ShardStats> per_shard;
+  std::atomic<size_t> remaining{0};
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  v1::GetStatsResponse* response = nullptr;
+  class Runtime* runtime = nullptr;
+  void Finish();
+};
+
+class StatsCommand final : public ShardCommand {
+ public:
+  StatsCommand(std::shared_ptr<StatsState> state, uint32_t shard) : state_(std::move(state)), shard_(shard) {}
+  void Apply(ShardContext& ctx) override;
+  void Done(const absl::Status&) override;
+
+ private:
+  std::shared_ptr<StatsState> state_;
+  uint32_t shard_;
+};
+
+}  // namespace lawn

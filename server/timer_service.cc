@@ -1,0 +1,253 @@
+#include "server/timer_service.h"
+
+#include <memory>
+#include <utility>
+
+#include "server/proto_convert.h"
+#include "server/timer_commands.h"
+#include "server/validation.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+namespace {
+
+constexpr int32_t kDefaultPageSize = 100;
+constexpr int32_t kMaxPageSize = 1000;
+constexpr int kMaxBatch = 10000;
+
+// Parses one StartTimerRequest into `op`; `prefix` names the item in messages ("timers[3]." or "").
+absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, const std::string& prefix,
+                        StartOp* op) {
+  absl::StatusOr<std::string_view> ns = ValidateNamespace(r.namespace_());
+  if (!ns.ok()) return absl::InvalidArgumentError(prefix + std::string(ns.status().message()));
+  if (absl::Status s = ValidateId(r.id()); !s.ok()) return absl::InvalidArgumentError(prefix + std::string(s.message()));
+  if (r.payload().size() > options.max_payload_bytes) {
+    return absl::InvalidArgumentError(prefix + "payload: " + std::to_string(r.payload().size()) +
+                                      " bytes; allowed up to max_payload_bytes (" +
+                                      std::to_string(options.max_payload_bytes) + ")");
+  }
+  const uint64_t tick = static_cast<uint64_t>(options.tick.count());
+  switch (r.when_case()) {
+    case v1::StartTimerRequest::kTtl: {
+      absl::StatusOr<uint64_t> ttl = ValidateDuration(prefix + "ttl", r.ttl(), 1);
+      if (!ttl.ok()) return ttl.status();
+      op->by_ttl = true;
+      op->ttl_ns = *ttl;
+      break;
+    }
+    case v1::StartTimerRequest::kDeadline: {
+      absl::StatusOr<int64_t> deadline = ValidateDeadline(prefix + "deadline", r.deadline());
+      if (!deadline.ok()) return deadline.status();
+      op->by_ttl = false;
+      op->deadline_unix_ns = *deadline;
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(prefix + "when: exactly one of ttl or deadline is required");
+  }
+  if (r.has_interval()) {
+    absl::StatusOr<uint64_t> interval = ValidateDuration(prefix + "interval", r.interval(), tick);
+    if (!interval.ok()) return interval.status();
+    op->interval_ns = *interval;
+  }
+  op->key = Runtime::Key(*ns, r.id());
+  op->payload = r.payload();
+  op->replace = r.replace();
+  return absl::OkStatus();
+}
+
+// Namespace + id of a by-key request, as a key.
+absl::StatusOr<std::string> ParseKey(const std::string& ns_field, const std::string& id) {
+  absl::StatusOr<std::string_view> ns = ValidateNamespace(ns_field);
+  if (!ns.ok()) return ns.status();
+  if (absl::Status s = ValidateId(id); !s.ok()) return s;
+  return Runtime::Key(*ns, id);
+}
+
+}  // namespace
+
+absl::Status TimerServiceImpl::Admit(bool write) const {
+  if (!runtime_.ready()) return absl::UnavailableError("lawnd is recovering its timers; retry shortly");
+  if (write && runtime_.write_failed()) return runtime_.write_status();
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* context, const char* method,
+                                                   const absl::Status& status) {
+  spdlog::debug("{} from {}: {}", method, context->peer(), status.ToString());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerContext* context,
+                                                       const v1::StartTimerRequest* request,
+                                                       v1::StartTimerResponse* response) {
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "StartTimer", s);
+  auto batch = std::make_shared<StartBatch>();
+  batch->ops.resize(1);
+  if (absl::Status s = ParseStart(*request, runtime_.options(), "", &batch->ops[0]); !s.ok()) {
+    return Reject(context, "StartTimer", s);
+  }
+  batch->ops[0].out = response->mutable_timer();
+  batch->reactor = context->DefaultReactor();
+  batch->remaining.store(1, std::memory_order_relaxed);
+  grpc::ServerUnaryReactor* reactor = batch->reactor;
+  const uint32_t shard = runtime_.ShardFor(batch->ops[0].key);
+  runtime_.Submit(shard, std::make_unique<StartCommand>(std::move(batch), std::vector<uint32_t>{0}));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerContext* context,
+                                                        const v1::StartTimersRequest* request,
+                                                        v1::StartTimersResponse* response) {
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "StartTimers", s);
+  const int n = request->timers_size();
+  if (n > kMaxBatch) {
+    return Reject(context, "StartTimers", absl::InvalidArgumentError("timers: " + std::to_string(n) +
+                                                      " items; allowed up to " + std::to_string(kMaxBatch) +
+                                                      " per StartTimers call"));
+  }
+  auto batch = std::make_shared<StartBatch>();
+  batch->ops.resize(static_cast<size_t>(n));
+  batch->reactor = context->DefaultReactor();
+  batch->batch_response = response;
+  std::vector<std::vector<uint32_t>> per_shard(runtime_.shard_count());
+  // Results exist before any worker runs: workers fill disjoint elements, never resize the list.
+  for (int i = 0; i < n; ++i) response->add_results();
+  for (int i = 0; i < n; ++i) {
+    StartOp& op = batch->ops[static_cast<size_t>(i)];
+    op.status = ParseStart(request->timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
+    if (!op.status.ok()) continue;
+    op.out = response->mutable_results(i)->mutable_timer();
+    per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
+  }
+  size_t commands = 0;
+  for (const auto& indices : per_shard) commands += indices.empty() ? 0 : 1;
+  grpc::ServerUnaryReactor* reactor = batch->reactor;
+  if (commands == 0) {
+    batch->Finish();
+    return reactor;
+  }
+  batch->remaining.store(commands, std::memory_order_relaxed);
+  for (uint32_t shard = 0; shard < per_shard.size(); ++shard) {
+    if (per_shard[shard].empty()) continue;
+    runtime_.Submit(shard, std::make_unique<StartCommand>(batch, std::move(per_shard[shard])));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerContext* context,
+                                                        const v1::DeleteTimerRequest* request,
+                                                        v1::DeleteTimerResponse* response) {
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "DeleteTimer", s);
+  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
+  if (!key.ok()) return Reject(context, "DeleteTimer", key.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const uint32_t shard = runtime_.ShardFor(*key);
+  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), reactor,
+                                                      response->mutable_timer()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServerContext* context,
+                                                            const v1::RescheduleTimerRequest* request,
+                                                            v1::RescheduleTimerResponse* response) {
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "RescheduleTimer", s);
+  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
+  if (!key.ok()) return Reject(context, "RescheduleTimer", key.status());
+  bool by_ttl = true;
+  uint64_t ttl = 0;
+  int64_t deadline = 0;
+  switch (request->when_case()) {
+    case v1::RescheduleTimerRequest::kTtl: {
+      absl::StatusOr<uint64_t> v = ValidateDuration("ttl", request->ttl(), 1);
+      if (!v.ok()) return Reject(context, "RescheduleTimer", v.status());
+      ttl = *v;
+      break;
+    }
+    case v1::RescheduleTimerRequest::kDeadline: {
+      absl::StatusOr<int64_t> v = ValidateDeadline("deadline", request->deadline());
+      if (!v.ok()) return Reject(context, "RescheduleTimer", v.status());
+      by_ttl = false;
+      deadline = *v;
+      break;
+    }
+    default:
+      return Reject(context, "RescheduleTimer", absl::InvalidArgumentError("when: exactly one of ttl or deadline is required"));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const uint32_t shard = runtime_.ShardFor(*key);
+  auto command = std::make_unique<KeyCommand>(KeyCommand::Kind::kReschedule, std::move(*key), reactor,
+                                              response->mutable_timer());
+  command->SetWhen(by_ttl, ttl, deadline);
+  runtime_.Submit(shard, std::move(command));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext* context,
+                                                     const v1::GetTimerRequest* request,
+                                                     v1::GetTimerResponse* response) {
+  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, "GetTimer", s);
+  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
+  if (!key.ok()) return Reject(context, "GetTimer", key.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const uint32_t shard = runtime_.ShardFor(*key);
+  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), reactor,
+                                                      response->mutable_timer()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerContext* context,
+                                                       const v1::ListTimersRequest* request,
+                                                       v1::ListTimersResponse* response) {
+  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, "ListTimers", s);
+  absl::StatusOr<std::string_view> ns = ValidateNamespace(request->namespace_());
+  if (!ns.ok()) return Reject(context, "ListTimers", ns.status());
+  if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
+    return Reject(context, "ListTimers", absl::InvalidArgumentError("page_size: " + std::to_string(request->page_size()) +
+                                                      "; allowed 0..1000 (0 means 100)"));
+  }
+  auto state = std::make_shared<ListState>();
+  state->ns = std::string(*ns);
+  state->limit = request->page_size() == 0 ? kDefaultPageSize : static_cast<size_t>(request->page_size());
+  if (!request->page_token().empty()) {
+    if (!DecodePageToken(request->page_token(), &state->after)) {
+      return Reject(context, "ListTimers", absl::InvalidArgumentError(
+                                 "page_token: not a token returned by ListTimers (pass next_page_token as is)"));
+    }
+    state->has_after = true;
+  }
+  state->per_shard.resize(runtime_.shard_count());
+  state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
+  state->reactor = context->DefaultReactor();
+  state->response = response;
+  grpc::ServerUnaryReactor* reactor = state->reactor;
+  for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
+    runtime_.Submit(shard, std::make_unique<ListCommand>(state, shard));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext* context,
+                                                     const v1::GetStatsRequest*, v1::GetStatsResponse* response) {
+  auto state = std::make_shared<StatsState>();
+  state->per_shard.resize(runtime_.shard_count());
+  state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
+  state->reactor = context->DefaultReactor();
+  state->response = response;
+  state->runtime = &runtime_;
+  grpc::ServerUnaryReactor* reactor = state->reactor;
+  for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
+    runtime_.Submit(shard, std::make_unique<StatsCommand>(state, shard));
+  }
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* TimerServiceImpl::Subscribe(
+    grpc::CallbackServerContext*) {
+  return new SubscribeReactor(runtime_, streams_);
+}
+
+}  // namespace lawn

@@ -1,0 +1,78 @@
+// Internal shard commands that do not answer an RPC: recovery loading, barriers, and ack persistence.
+//
+// Thread-safety: see ShardCommand; Latch is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "server/shard_command.h"
+
+namespace lawn {
+
+// A timer read back from the store, owned.
+struct RecoveredTimer {
+  std::string key;
+  std::string payload;
+  int64_t deadline_unix_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+};
+
+// Counts down once per shard; Wait returns when all have counted.
+class Latch {
+ public:
+  explicit Latch(size_t count) : count_(count) {}
+  void CountDown() {
+    absl::MutexLock lock(&mu_);
+    --count_;
+  }
+  void Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](size_t* c) { return *c == 0; }, &count_));
+  }
+
+ private:
+  absl::Mutex mu_;
+  size_t count_ ABSL_GUARDED_BY(mu_);
+};
+
+// Puts recovered timers into the shard (no storage write: they come from the store).
+class RecoverCommand final : public ShardCommand {
+ public:
+  explicit RecoverCommand(std::vector<RecoveredTimer> timers) : timers_(std::move(timers)) {}
+  void Apply(ShardContext& ctx) override;
+  void Done(const absl::Status&) override {}
+
+ private:
+  std::vector<RecoveredTimer> timers_;
+};
+
+class BarrierCommand final : public ShardCommand {
+ public:
+  explicit BarrierCommand(std::shared_ptr<Latch> latch) : latch_(std::move(latch)) {}
+  void Apply(ShardContext&) override {}
+  void Done(const absl::Status&) override { latch_->CountDown(); }
+
+ private:
+  std::shared_ptr<Latch> latch_;
+};
+
+// Deletes acked expirations from the outbox column family. Not synced on its own: a lost ack only means a
+// redelivery after a crash, which at-least-once allows.
+class AckCommand final : public ShardCommand {
+ public:
+  explicit AckCommand(std::vector<uint64_t> ids) : ids_(std::move(ids)) {}
+  void Apply(ShardContext& ctx) override {
+    if (ctx.batch() == nullptr) return;
+    for (uint64_t id : ids_) ctx.batch()->DeleteExpiration(id);
+  }
+  void Done(const absl::Status&) override {}
+
+ private:
+  std::vector<uint64_t> ids_;
+};
+
+}  // namespace lawn

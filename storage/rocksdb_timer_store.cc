@@ -1,0 +1,487 @@
+#include "storage/rocksdb_timer_store.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/sst_file_manager.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
+#include "rocksdb/utilities/table_properties_collectors.h"
+#include "rocksdb/write_batch.h"
+#include "storage/record_coding.h"
+#include "storage/rocksdb_test_env.h"
+
+namespace lawn {
+
+namespace {
+
+constexpr char kTimersCf[] = "timers";
+constexpr char kOutboxCf[] = "outbox";
+constexpr char kMetaCf[] = "meta";
+constexpr char kFormatVersionKey[] = "format_version";
+constexpr char kBootEpochKey[] = "boot_epoch";
+
+// Free-space guard: statvfs at most every kGuardInterval, and at the latest after kGuardMaxBytes written.
+constexpr auto kGuardInterval = std::chrono::milliseconds(100);
+constexpr uint64_t kGuardMaxBytes = uint64_t{16} << 20;
+
+std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
+// Debian's Abseil 20220623 has its own string_view type.
+std::string Hex(std::string_view s) { return absl::BytesToHexString(absl::string_view(s.data(), s.size())); }
+
+// The canonical code closest to a RocksDB status, for errors outside Write (which has its own rule).
+absl::Status FromRocks(const rocksdb::Status& s, const std::string& context) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat(context, ": ", s.ToString());
+  switch (s.code()) {
+    case rocksdb::Status::kNotFound:
+      return absl::NotFoundError(msg);
+    case rocksdb::Status::kCorruption:
+      return absl::DataLossError(msg);
+    case rocksdb::Status::kInvalidArgument:
+      return absl::InvalidArgumentError(msg);
+    case rocksdb::Status::kNotSupported:
+      return absl::UnimplementedError(msg);
+    case rocksdb::Status::kAborted:
+      return absl::AbortedError(msg);
+    case rocksdb::Status::kIOError:
+      if (s.IsNoSpace()) return absl::ResourceExhaustedError(msg);
+      return absl::UnavailableError(msg);
+    case rocksdb::Status::kBusy:
+    case rocksdb::Status::kTimedOut:
+    case rocksdb::Status::kTryAgain:
+    case rocksdb::Status::kIncomplete:
+    case rocksdb::Status::kShutdownInProgress:
+      return absl::UnavailableError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+rocksdb::CompressionType PickCompression() {
+  const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  const bool has_lz4 =
+      std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end();
+  return has_lz4 ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
+}
+
+// Options for the two big column families; see "Space reclamation" in FORMAT.md for the reasons.
+rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::TableFactory>& table,
+                                             rocksdb::CompressionType compression) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.table_factory = table;
+  cf.compression = compression;
+  cf.write_buffer_size = 16 << 20;
+  cf.max_write_buffer_number = 2;
+  cf.level_compaction_dynamic_level_bytes = true;
+  cf.target_file_size_base = 32 << 20;
+  cf.max_bytes_for_level_base = 128 << 20;
+  // Any file older than a day is rewritten, so tombstones cannot linger next to long-lived timers forever.
+  cf.periodic_compaction_seconds = 24 * 60 * 60;
+  // A file in which half of any 32K consecutive entries are deletions is compacted at once.
+  cf.table_properties_collector_factories.push_back(
+      rocksdb::NewCompactOnDeletionCollectorFactory(/*sliding_window_size=*/32 * 1024,
+                                                    /*deletion_trigger=*/16 * 1024, /*deletion_ratio=*/0.5));
+  return cf;
+}
+
+}  // namespace
+
+struct RocksDbTimerStore::Rep {
+  std::string path;
+  uint64_t min_free_disk_bytes = 0;
+  rocksdb::Env* env = nullptr;
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::ColumnFamilyHandle* timers = nullptr;
+  rocksdb::ColumnFamilyHandle* outbox = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // All of them, for cleanup.
+
+  absl::Mutex epoch_mu;  // Serializes NextBootEpoch's read-modify-write.
+
+  // Fail-stop after a failed write or WAL sync. RocksDB 7.8 as Debian builds it (assertions on) aborts the
+  // process in WritableFileWriter::AssertFalseAndGetStatusForPrevError when the WAL is synced or flushed
+  // after a failed WAL append; so once a write failed, no RocksDB write, sync or WAL flush is attempted again
+  // (not even at close), and every later call returns the first error. Reopening recovers from the WAL.
+  std::atomic<bool> failed{false};
+  absl::Mutex failed_mu;
+  absl::Status failed_status ABSL_GUARDED_BY(failed_mu);
+
+  absl::Status Failed() {
+    if (!failed.load(std::memory_order_acquire)) return absl::OkStatus();
+    absl::MutexLock l(&failed_mu);
+    return failed_status;
+  }
+  // Records the first write failure; returns the UNAVAILABLE status every later call will return.
+  absl::Status Fail(const std::string& what, const rocksdb::Status& s) {
+    absl::MutexLock l(&failed_mu);
+    if (failed_status.ok()) {
+      failed_status = absl::UnavailableError(
+          absl::StrCat(what, ": ", s.ToString(), "; storage stopped, restart lawnd to recover from the WAL"));
+      failed.store(true, std::memory_order_release);
+    }
+    return failed_status;
+  }
+
+  // Free-space guard state.
+  absl::Mutex guard_mu;
+  std::chrono::steady_clock::time_point guard_checked_at ABSL_GUARDED_BY(guard_mu);
+  uint64_t guard_free_bytes ABSL_GUARDED_BY(guard_mu) = 0;     // statvfs at guard_checked_at.
+  uint64_t guard_written_since ABSL_GUARDED_BY(guard_mu) = 0;  // Bytes admitted since then.
+  bool guard_valid ABSL_GUARDED_BY(guard_mu) = false;
+
+  ~Rep() {
+    if (db == nullptr) return;
+    // A clean shutdown makes every acknowledged write durable. Errors are ignored: there is nobody left to
+    // tell, and the next Open recovers from the WAL as after a crash.
+    if (!failed.load()) db->FlushWAL(/*sync=*/true).PermitUncheckedError();
+    for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    db->Close().PermitUncheckedError();
+  }
+
+  absl::Status StatFree(uint64_t* free_bytes) {
+    struct statvfs st;
+    if (statvfs(path.c_str(), &st) != 0) {
+      return absl::UnavailableError(absl::StrCat("statvfs(", path, "): ", std::strerror(errno)));
+    }
+    *free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    return absl::OkStatus();
+  }
+
+  // Admits a write of `bytes` or refuses it. The estimate of free space between two statvfs calls assumes
+  // every admitted byte consumed disk; flushes and compactions write more, which min_free_disk_bytes covers.
+  absl::Status AdmitWrite(uint64_t bytes) {
+    if (min_free_disk_bytes == 0) return absl::OkStatus();
+    absl::MutexLock l(&guard_mu);
+    const auto now = std::chrono::steady_clock::now();
+    auto estimate = [&] { return guard_free_bytes - std::min(guard_written_since, guard_free_bytes); };
+    auto enough = [&](uint64_t free) { return free >= bytes && free - bytes >= min_free_disk_bytes; };
+    const bool stale = !guard_valid || now - guard_checked_at >= kGuardInterval ||
+                       guard_written_since + bytes > kGuardMaxBytes;
+    // A refusal is always based on a fresh statvfs: compaction may have freed space since the last one.
+    if (stale || !enough(estimate())) {
+      RETURN_IF_ERROR(StatFree(&guard_free_bytes));
+      guard_checked_at = now;
+      guard_written_since = 0;
+      guard_valid = true;
+    }
+    const uint64_t free = estimate();
+    if (!enough(free)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "disk almost full: ", free, " bytes free in ", path, ", need at least ", min_free_disk_bytes,
+          " (config key min_free_disk_bytes) plus ", bytes, " for this write; nothing was written"));
+    }
+    guard_written_since += bytes;
+    return absl::OkStatus();
+  }
+
+  // Iterates `cf` in key order within `snapshot`, calling `visit(key, value)` until it returns an error.
+  template <typename Visit>
+  absl::Status Scan(rocksdb::ColumnFamilyHandle* cf, const rocksdb::Snapshot* snapshot, Visit visit) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot;
+    ro.fill_cache = false;        // A full scan would only evict the working set.
+    ro.readahead_size = 4 << 20;  // Large sequential reads.
+    ro.total_order_seek = true;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      RETURN_IF_ERROR(visit(View(it->key()), View(it->value())));
+    }
+    return FromRocks(it->status(), absl::StrCat("recover: scan of column family ", cf->GetName()));
+  }
+
+  absl::Status CheckFormat(bool new_db, const std::vector<std::string>& unknown_cfs);
+};
+
+RocksDbTimerStore::RocksDbTimerStore(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+
+RocksDbTimerStore::~RocksDbTimerStore() = default;
+
+absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
+    const RocksDbStoreOptions& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("storage path is empty; set the data dir");
+  auto rep = std::make_unique<Rep>();
+  rep->path = options.path;
+  rep->min_free_disk_bytes = options.min_free_disk_bytes;
+  rep->env = options.test_env != nullptr ? options.test_env->env() : rocksdb::Env::Default();
+
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("create data dir ", options.path, ": ", ec.message()));
+
+  rocksdb::DBOptions db_options;
+  db_options.env = rep->env;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  db_options.bytes_per_sync = 1 << 20;
+  db_options.wal_bytes_per_sync = 1 << 20;
+  // Concurrent writers form groups; each group's WAL write (and fsync, for synced writes) is done once by its
+  // leader. Pipelining lets the next group's WAL write overlap this group's memtable inserts.
+  db_options.enable_pipelined_write = true;
+  // WAL files are freed once every column family with data in them has flushed; this bound forces the
+  // flush of a quiet column family (meta) that would otherwise pin old WALs.
+  db_options.max_total_wal_size = 64 << 20;
+  db_options.db_write_buffer_size = 64 << 20;
+  db_options.recycle_log_file_num = 0;
+  db_options.max_manifest_file_size = 16 << 20;
+  db_options.keep_log_file_num = 3;
+  db_options.max_log_file_size = 8 << 20;
+  // Enables automatic recovery from out-of-space background errors.
+  db_options.sst_file_manager.reset(rocksdb::NewSstFileManager(rep->env));
+
+  rocksdb::BlockBasedTableOptions table_options;
+  table_options.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  table_options.block_size = 16 << 10;  // Recovery scans everything; larger blocks read faster.
+  // No filter policy: timers are only ever scanned, never looked up by key.
+  auto table = std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table_options));
+  const rocksdb::ColumnFamilyOptions record_cf = RecordCfOptions(table, PickCompression());
+  rocksdb::ColumnFamilyOptions meta_cf;  // Also used for "default", which lawn leaves empty.
+  meta_cf.table_factory = table;
+  meta_cf.compression = rocksdb::kNoCompression;
+  meta_cf.write_buffer_size = 1 << 20;
+
+  // An existing store is opened with every column family it has (RocksDB refuses otherwise); unknown ones
+  // are reported after the format version check, which explains them better.
+  const bool new_db = !rep->env->FileExists(options.path + "/CURRENT").ok();
+  std::vector<std::string> existing;
+  if (!new_db) {
+    RETURN_IF_ERROR(FromRocks(rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing),
+                              absl::StrCat("open ", options.path)));
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
+      {rocksdb::kDefaultColumnFamilyName, meta_cf},
+      {kTimersCf, record_cf},
+      {kOutboxCf, record_cf},
+      {kMetaCf, meta_cf},
+  };
+  std::vector<std::string> unknown_cfs;
+  for (const std::string& name : existing) {
+    if (name == rocksdb::kDefaultColumnFamilyName || name == kTimersCf || name == kOutboxCf ||
+        name == kMetaCf) {
+      continue;
+    }
+    unknown_cfs.push_back(name);
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+
+  rocksdb::DB* raw_db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, descriptors, &rep->handles, &raw_db);
+  if (!s.ok()) {
+    absl::Status st = FromRocks(s, absl::StrCat("open ", options.path));
+    // Lock held by another process, unreadable dir, ...: all "cannot use it now".
+    if (s.IsIOError()) return absl::UnavailableError(st.message());
+    return st;
+  }
+  rep->db.reset(raw_db);
+  rep->timers = rep->handles[1];
+  rep->outbox = rep->handles[2];
+  rep->meta = rep->handles[3];
+  RETURN_IF_ERROR(rep->CheckFormat(new_db, unknown_cfs));
+  return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
+}
+
+absl::Status RocksDbTimerStore::Rep::CheckFormat(bool new_db, const std::vector<std::string>& unknown_cfs) {
+  std::string version;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatVersionKey, &version);
+  if (s.ok()) {
+    if (version != std::to_string(kFormatVersion)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("data dir ", path, " has storage format version \"", absl::CHexEscape(version),
+                       "\"; this lawnd supports format version ", kFormatVersion,
+                       " only (use the lawnd release that wrote it, or move the data dir away)"));
+    }
+    if (!unknown_cfs.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("data dir ", path, " has unknown column family \"",
+                                                        unknown_cfs.front(), "\"; not a lawn store?"));
+    }
+    return absl::OkStatus();
+  }
+  if (!s.IsNotFound()) return FromRocks(s, absl::StrCat("open ", path, ": read format_version"));
+  // No version: a new store, or one whose creation was cut short before the version was written (it then
+  // holds no records). Anything else is not ours.
+  auto empty = [&](rocksdb::ColumnFamilyHandle* cf) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+    it->SeekToFirst();
+    return !it->Valid() && it->status().ok();
+  };
+  if (!unknown_cfs.empty() || !empty(timers) || !empty(outbox) || !empty(meta)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data dir ", path, " holds a RocksDB database without a lawn format_version; not a lawn store?",
+        new_db ? "" : " (refusing to touch it)"));
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
+                   absl::StrCat("open ", path, ": write format_version"));
+}
+
+// TimerStore
+
+absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
+  if (batch.empty()) return mode == SyncMode::kSync ? Sync() : rep_->Failed();
+  Rep& r = *rep_;
+  RETURN_IF_ERROR(r.Failed());
+  // Per operation RocksDB adds a tag, a column family id and two length varints; 16 bytes covers them.
+  rocksdb::WriteBatch wb(batch.ByteSize() + 16 * batch.count() + 12);
+  std::string value;
+  std::string key;
+  rocksdb::Status put_status;
+  batch.ForEach([&](const StoreBatch::Entry& e) {
+    if (!put_status.ok()) return;
+    value.clear();
+    key.clear();
+    switch (e.op) {
+      case StoreBatch::Op::kPutTimer:
+        internal::AppendTimerValue(&value, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload);
+        put_status = wb.Put(r.timers, ToSlice(e.key), value);
+        break;
+      case StoreBatch::Op::kDeleteTimer:
+        put_status = wb.Delete(r.timers, ToSlice(e.key));
+        break;
+      case StoreBatch::Op::kPutExpiration:
+        internal::AppendOutboxKey(&key, e.delivery_id);
+        internal::AppendExpirationValue(&value, e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload,
+                                        e.fired_at_unix_ns, e.attempt);
+        put_status = wb.Put(r.outbox, key, value);
+        break;
+      case StoreBatch::Op::kDeleteExpiration:
+        internal::AppendOutboxKey(&key, e.delivery_id);
+        put_status = wb.Delete(r.outbox, key);
+        break;
+    }
+  });
+  if (!put_status.ok()) return FromRocks(put_status, "write: build batch");
+  RETURN_IF_ERROR(r.AdmitWrite(wb.GetDataSize()));
+  rocksdb::WriteOptions wo;
+  wo.sync = mode == SyncMode::kSync;
+  rocksdb::Status s = r.db->Write(wo, &wb);
+  if (!s.ok()) return r.Fail("rocksdb write failed", s);
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTimerStore::Sync() {
+  RETURN_IF_ERROR(rep_->Failed());
+  rocksdb::Status s = rep_->db->FlushWAL(/*sync=*/true);
+  if (!s.ok()) return rep_->Fail("rocksdb WAL sync failed", s);
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration) {
+  Rep& r = *rep_;
+  // One snapshot for both column families: a concurrent expiry (timer out, outbox entry in) is seen either
+  // entirely or not at all.
+  const rocksdb::Snapshot* snapshot = r.db->GetSnapshot();
+  auto release = [&] { r.db->ReleaseSnapshot(snapshot); };
+  absl::Status st = r.Scan(r.timers, snapshot, [&](std::string_view key, std::string_view value) {
+    StoredTimer t;
+    t.key = key;
+    if (!internal::DecodeTimerValue(value, &t)) {
+      return absl::DataLossError(absl::StrCat("timers record with key 0x", Hex(key), " cannot be decoded"));
+    }
+    on_timer(t);
+    return absl::OkStatus();
+  });
+  if (st.ok()) {
+    st = r.Scan(r.outbox, snapshot, [&](std::string_view key, std::string_view value) {
+      StoredExpiration e;
+      if (!internal::DecodeOutboxKey(key, &e.delivery_id) || !internal::DecodeExpirationValue(value, &e)) {
+        return absl::DataLossError(absl::StrCat("outbox record with key 0x", Hex(key), " cannot be decoded"));
+      }
+      on_expiration(e);
+      return absl::OkStatus();
+    });
+  }
+  release();
+  return st;
+}
+
+absl::StatusOr<uint64_t> RocksDbTimerStore::NextBootEpoch() {
+  Rep& r = *rep_;
+  RETURN_IF_ERROR(r.Failed());
+  absl::MutexLock l(&r.epoch_mu);
+  std::string value;
+  uint64_t epoch = 0;
+  rocksdb::Status s = r.db->Get(rocksdb::ReadOptions(), r.meta, kBootEpochKey, &value);
+  if (s.ok()) {
+    if (!internal::DecodeFixed64BigEndian(value, &epoch)) {
+      return absl::DataLossError(absl::StrCat("meta boot_epoch is not 8 bytes: 0x", Hex(value)));
+    }
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read boot_epoch");
+  }
+  ++epoch;
+  value.clear();
+  internal::AppendFixed64BigEndian(&value, epoch);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  s = r.db->Put(wo, r.meta, kBootEpochKey, value);
+  if (!s.ok()) return r.Fail("write boot_epoch", s);
+  return epoch;
+}
+
+absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
+  std::error_code ec;
+  uint64_t total = 0;
+  std::filesystem::recursive_directory_iterator it(rep_->path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("list ", rep_->path, ": ", ec.message()));
+  for (const std::filesystem::directory_entry& entry : it) {
+    std::error_code file_ec;
+    if (!entry.is_regular_file(file_ec)) continue;
+    const uintmax_t size = entry.file_size(file_ec);
+    if (!file_ec) total += size;  // A file deleted meanwhile by compaction simply does not count.
+  }
+  return total;
+}
+
+absl::Status RocksDbTimerStore::CompactAll() {
+  Rep& r = *rep_;
+  RETURN_IF_ERROR(r.Failed());
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;
+  RETURN_IF_ERROR(FromRocks(r.db->Flush(fo, {r.timers, r.outbox, r.meta}), "compact: flush"));
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (rocksdb::ColumnFamilyHandle* cf : {r.timers, r.outbox, r.meta}) {
+    RETURN_IF_ERROR(FromRocks(r.db->CompactRange(cro, cf, nullptr, nullptr),
+                              absl::StrCat("compact column family ", cf->GetName())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTimerStore::Checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint dir ", dir, " already exists"));
+  }
+  RETURN_IF_ERROR(rep_->Failed());  // A checkpoint flushes the WAL.
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(rep_->db.get(), &raw), "checkpoint"));
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  rocksdb::Status s = checkpoint->CreateCheckpoint(dir);
+  if (!s.ok()) return absl::UnavailableError(absl::StrCat("checkpoint to ", dir, ": ", s.ToString()));
+  return absl::OkStatus();
+}
+
+}  // namespace lawn

@@ -1,0 +1,92 @@
+// RocksDbTimerStore: the durable TimerStore, one RocksDB database per data dir. The on-disk layout (column
+// families, encodings, format version, compaction settings, free-space guard) is described in
+// storage/FORMAT.md; keep the two in step.
+//
+// No RocksDB type appears here: the database lives behind a private Rep defined in rocksdb_timer_store.cc,
+// and tests reach RocksDB only through storage/rocksdb_test_env.h.
+//
+// Thread-safety: every method is thread-safe. Concurrent Write(kSync) calls are group-committed by RocksDB
+// (one WAL fsync serves every writer waiting in the group).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/store_batch.h"
+#include "storage/timer_store.h"
+
+namespace lawn {
+
+class RocksDbTestEnv;  // storage/rocksdb_test_env.h; tests only.
+
+struct RocksDbStoreOptions {
+  // The data dir. Created (with its parents) if missing. One lawnd per data dir: RocksDB's LOCK file makes a
+  // second Open of the same dir fail with UNAVAILABLE.
+  std::string path;
+
+  // Free-space guard, in bytes (config key min_free_disk_bytes). Write refuses with RESOURCE_EXHAUSTED when
+  // the file system holding `path` would have fewer than this many bytes available to unprivileged users
+  // after the write. 0 disables the guard. Default 256 MiB: room for flushes and compactions to finish.
+  uint64_t min_free_disk_bytes = uint64_t{256} << 20;
+
+  // Size of the block cache shared by the column families, in bytes. Default 64 MiB. Recovery bypasses it.
+  uint64_t block_cache_bytes = uint64_t{64} << 20;
+
+  // Tests only: a file-system hook (fault injection). Not owned; must outlive the store. nullptr = the real
+  // file system.
+  RocksDbTestEnv* test_env = nullptr;
+};
+
+class RocksDbTimerStore final : public TimerStore {
+ public:
+  // Opens (creating if missing) the store in `options.path`.
+  // Errors: INVALID_ARGUMENT for an empty path; FAILED_PRECONDITION if the dir holds a format version other
+  // than the one this build supports (message names both) or is not a lawn store; UNAVAILABLE if RocksDB
+  // cannot open it (I/O error, dir locked by another process); DATA_LOSS if RocksDB reports corruption.
+  static absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> Open(const RocksDbStoreOptions& options);
+
+  // The storage format version this build reads and writes (meta key "format_version").
+  static constexpr int kFormatVersion = 1;
+
+  // Closes the database after syncing the WAL, so that kNoSync writes acknowledged before a clean shutdown
+  // survive a later power cut. Waits for running background compactions to stop.
+  ~RocksDbTimerStore() override;
+
+  // TimerStore
+  //
+  // Write: RESOURCE_EXHAUSTED (nothing written) when the free-space guard refuses; UNAVAILABLE when RocksDB
+  // fails the write (nothing may be assumed written or not written). A RocksDB write or WAL sync failure
+  // stops the store: from then on Write, Sync, NextBootEpoch, CompactAll and Checkpoint return that first
+  // error without touching RocksDB (syncing a WAL after a failed append aborts the process in Debian's
+  // RocksDB 7.8), and the destructor skips its final WAL sync. The owner should restart; Open recovers
+  // every synced write from the WAL.
+  absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
+  absl::Status Sync() override;
+  absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration) override;
+  absl::StatusOr<uint64_t> NextBootEpoch() override;
+
+  // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent
+  // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.
+  absl::StatusOr<uint64_t> DataBytes() const;
+
+  // Flushes every memtable and compacts every column family down to the last level, dropping tombstones.
+  // Blocks until done. For tests and operators; the daemon relies on automatic compaction.
+  absl::Status CompactAll();
+
+  // Writes a consistent, openable copy of the store to `dir` (which must not exist), hard-linking SST files
+  // where the file system allows it. For backups. Errors: FAILED_PRECONDITION if `dir` exists; UNAVAILABLE on
+  // I/O errors.
+  absl::Status Checkpoint(const std::string& dir);
+
+ private:
+  struct Rep;
+  explicit RocksDbTimerStore(std::unique_ptr<Rep> rep);
+
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace lawn

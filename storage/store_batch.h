@@ -1,0 +1,59 @@
+// StoreBatch: a list of storage operations to apply atomically, encoded into one reusable buffer so that
+// filling it does not allocate per operation once the buffer has grown.
+//
+// Thread-safety: none; a batch belongs to one shard worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+
+namespace lawn {
+
+class StoreBatch {
+ public:
+  enum class Op : uint8_t { kPutTimer = 1, kDeleteTimer = 2, kPutExpiration = 3, kDeleteExpiration = 4 };
+
+  // One decoded operation; views into the batch's buffer. Fields not used by `op` are zero/empty.
+  struct Entry {
+    Op op;
+    std::string_view key;  // Timer key (namespace \0 id); for expirations the timer's key.
+    uint64_t delivery_id = 0;
+    int64_t deadline_unix_ns = 0;
+    uint64_t ttl_ns = 0;
+    uint64_t interval_ns = 0;
+    std::string_view payload;
+    int64_t fired_at_unix_ns = 0;
+    uint32_t attempt = 0;
+  };
+
+  void PutTimer(std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,
+                std::string_view payload);
+  void DeleteTimer(std::string_view key);
+  void PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
+                     uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
+                     uint32_t attempt);
+  void DeleteExpiration(uint64_t delivery_id);
+
+  void Clear() {
+    rep_.clear();
+    count_ = 0;
+  }
+  bool empty() const { return count_ == 0; }
+  size_t count() const { return count_; }
+  size_t ByteSize() const { return rep_.size(); }
+
+  // Calls `visit` for each operation in the order added.
+  void ForEach(absl::FunctionRef<void(const Entry&)> visit) const;
+
+ private:
+  void PutVarint(uint64_t v);
+  void PutBytes(std::string_view s);
+
+  std::string rep_;
+  size_t count_ = 0;
+};
+
+}  // namespace lawn

@@ -1,0 +1,74 @@
+// TimerStore: where lawnd keeps what it must not lose. Pending timers and the outbox of fired-but-unacked
+// expirations; every write is one atomic batch.
+//
+// Times on disk are wall-clock nanoseconds since the Unix epoch (int64), so a restart, even on another
+// machine, knows when each timer is due. A timer is named by its key: namespace, one 0x00 byte, id
+// (namespaces never contain 0x00, so keys of one namespace are contiguous and ordered by id).
+//
+// Thread-safety: implementations are thread-safe; Write may be called concurrently from every shard worker
+// (concurrent synced writes share one fsync where the implementation can group them).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/store_batch.h"
+
+namespace lawn {
+
+// Views into a record, valid only during the callback that receives it.
+struct StoredTimer {
+  std::string_view key;  // namespace \0 id
+  int64_t deadline_unix_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+  std::string_view payload;
+};
+
+struct StoredExpiration {
+  uint64_t delivery_id = 0;
+  StoredTimer timer;  // As it fired: deadline_unix_ns is the deadline that fired.
+  int64_t fired_at_unix_ns = 0;
+  uint32_t attempt = 0;  // Deliveries made before it was persisted (0 when it first fires).
+};
+
+enum class SyncMode { kSync, kNoSync };
+
+class TimerStore {
+ public:
+  TimerStore() = default;
+  TimerStore(const TimerStore&) = delete;
+  TimerStore& operator=(const TimerStore&) = delete;
+  virtual ~TimerStore() = default;
+
+  // Applies every operation of `batch` atomically. With kSync the data is on stable storage when OK is
+  // returned. Errors: RESOURCE_EXHAUSTED when the disk is too full to write safely (nothing written);
+  // UNAVAILABLE/INTERNAL/DATA_LOSS for I/O failures (nothing may be assumed written).
+  virtual absl::Status Write(const StoreBatch& batch, SyncMode mode) = 0;
+
+  // Whether a write of about `bytes` may proceed without risking a full disk. RESOURCE_EXHAUSTED when the
+  // free-space guard would refuse it. Callers check before changing in-memory state, so that a refused write
+  // leaves nothing to undo.
+  virtual absl::Status CheckSpace(uint64_t bytes) {
+    (void)bytes;
+    return absl::OkStatus();
+  }
+
+  // Forces everything written so far to stable storage.
+  virtual absl::Status Sync() = 0;
+
+  // Calls `on_timer` for every stored timer and `on_expiration` for every outbox entry, in key order.
+  // The views are valid during the call only. DATA_LOSS if a record cannot be decoded.
+  virtual absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                               absl::FunctionRef<void(const StoredExpiration&)> on_expiration) = 0;
+
+  // A counter that grows by one on every call and survives restarts (used to make delivery ids unique
+  // across restarts). Written synchronously.
+  virtual absl::StatusOr<uint64_t> NextBootEpoch() = 0;
+};
+
+}  // namespace lawn

@@ -1,0 +1,297 @@
+// lawnctl's argument parsing: durations, deadlines, flags, commands, exit codes (client/cli_args.h).
+#include "client/cli_args.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lawn {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+constexpr std::string_view kAddr = "default.example:7070";
+
+absl::StatusOr<CliArgs> Parse(std::vector<std::string> args) { return ParseCliArgs(args, kAddr); }
+
+// The message of a parse that must fail with INVALID_ARGUMENT.
+std::string ParseError(std::vector<std::string> args) {
+  absl::StatusOr<CliArgs> parsed = Parse(std::move(args));
+  EXPECT_FALSE(parsed.ok());
+  if (parsed.ok()) return "";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(parsed.status().message());
+}
+
+std::chrono::system_clock::time_point UnixSeconds(int64_t s) {
+  return std::chrono::system_clock::time_point(seconds(s));
+}
+
+// ---- Durations ---------------------------------------------------------------------------------------------
+
+TEST(ParseDurationArgTest, ReadsEveryUnit) {
+  EXPECT_EQ(*ParseDurationArg("7ns"), nanoseconds(7));
+  EXPECT_EQ(*ParseDurationArg("250us"), microseconds(250));
+  EXPECT_EQ(*ParseDurationArg("500ms"), milliseconds(500));
+  EXPECT_EQ(*ParseDurationArg("3s"), seconds(3));
+  EXPECT_EQ(*ParseDurationArg("2m"), minutes(2));
+  EXPECT_EQ(*ParseDurationArg("1h"), hours(1));
+  EXPECT_EQ(*ParseDurationArg("0s"), nanoseconds(0));
+}
+
+TEST(ParseDurationArgTest, ReadsFractionsExactly) {
+  EXPECT_EQ(*ParseDurationArg("1.5s"), milliseconds(1500));
+  EXPECT_EQ(*ParseDurationArg("0.1s"), milliseconds(100));
+  EXPECT_EQ(*ParseDurationArg("1.000000001s"), nanoseconds(1'000'000'001));
+  EXPECT_EQ(*ParseDurationArg("2.50ms"), microseconds(2500));
+  EXPECT_EQ(*ParseDurationArg("0.5h"), minutes(30));
+  EXPECT_EQ(*ParseDurationArg("1.5us"), nanoseconds(1500));
+}
+
+TEST(ParseDurationArgTest, AddsCombinedTerms) {
+  EXPECT_EQ(*ParseDurationArg("1h30m"), minutes(90));
+  EXPECT_EQ(*ParseDurationArg("1m0.5s"), milliseconds(60'500));
+  EXPECT_EQ(*ParseDurationArg("2s300ms"), milliseconds(2300));
+}
+
+TEST(ParseDurationArgTest, RejectsTextThatIsNotADuration) {
+  for (const char* bad : {"", "5", "s", "1x", "1.s", ".5s", "1 s", "1s ", "1sec", "1h30", "-1s", "+1s", "1e3s"}) {
+    absl::StatusOr<nanoseconds> d = ParseDurationArg(bad);
+    EXPECT_FALSE(d.ok()) << "'" << bad << "' parsed as " << d->count() << "ns";
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(ParseDurationArgTest, ErrorsSayWhatIsWrong) {
+  EXPECT_NE(ParseDurationArg("5").status().message().find("no unit"), std::string_view::npos);
+  EXPECT_NE(ParseDurationArg("-5s").status().message().find("negative"), std::string_view::npos);
+  EXPECT_NE(ParseDurationArg("1.0000000001s").status().message().find("finer than 1ns"), std::string_view::npos);
+  EXPECT_NE(ParseDurationArg("3000000h").status().message().find("too long"), std::string_view::npos);
+}
+
+TEST(ParseDurationArgTest, RejectsOverflowInsteadOfWrapping) {
+  EXPECT_FALSE(ParseDurationArg("99999999999999999999999s").ok());
+  EXPECT_FALSE(ParseDurationArg("9223372036854775808ns").ok());
+  EXPECT_TRUE(ParseDurationArg("9223372036854775807ns").ok());
+  EXPECT_FALSE(ParseDurationArg("9223372036854775807ns1ns").ok());
+}
+
+TEST(FormatDurationArgTest, PrintsTheShortestExactForm) {
+  EXPECT_EQ(FormatDurationArg(nanoseconds(0)), "0s");
+  EXPECT_EQ(FormatDurationArg(nanoseconds(7)), "7ns");
+  EXPECT_EQ(FormatDurationArg(microseconds(250)), "250us");
+  EXPECT_EQ(FormatDurationArg(nanoseconds(1500)), "1.5us");
+  EXPECT_EQ(FormatDurationArg(milliseconds(500)), "500ms");
+  EXPECT_EQ(FormatDurationArg(milliseconds(1500)), "1.5s");
+  EXPECT_EQ(FormatDurationArg(seconds(90)), "1m30s");
+  EXPECT_EQ(FormatDurationArg(hours(1)), "1h");
+  EXPECT_EQ(FormatDurationArg(hours(1) + seconds(1)), "1h1s");
+  EXPECT_EQ(FormatDurationArg(-seconds(2)), "-2s");
+  EXPECT_EQ(FormatDurationArg(nanoseconds::min()), "-2562047h47m16.854775808s");
+}
+
+TEST(FormatDurationArgTest, RoundTripsThroughParse) {
+  for (int64_t ns : {int64_t{1}, int64_t{999}, int64_t{1'001}, int64_t{123'456'789}, int64_t{1'000'000'001},
+                     int64_t{59'999'999'999}, int64_t{3'600'000'000'001}, int64_t{86'400'000'000'000},
+                     std::numeric_limits<int64_t>::max()}) {
+    const std::string text = FormatDurationArg(nanoseconds(ns));
+    absl::StatusOr<nanoseconds> back = ParseDurationArg(text);
+    ASSERT_TRUE(back.ok()) << text << ": " << back.status();
+    EXPECT_EQ(back->count(), ns) << text;
+  }
+}
+
+// ---- Deadlines ---------------------------------------------------------------------------------------------
+
+TEST(ParseDeadlineArgTest, ReadsUtcAndOffsets) {
+  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T12:00:00Z"), UnixSeconds(1738324800));
+  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T13:00:00+01:00"), UnixSeconds(1738324800));
+  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T12:00:00.25Z"), UnixSeconds(1738324800) + milliseconds(250));
+}
+
+TEST(ParseDeadlineArgTest, RejectsTimesWithoutDateTimeOrZone) {
+  for (const char* bad : {"", "2025-01-31", "2025-01-31T12:00:00", "12:00:00Z", "tomorrow", "1738324800"}) {
+    absl::StatusOr<std::chrono::system_clock::time_point> t = ParseDeadlineArg(bad);
+    EXPECT_FALSE(t.ok()) << "'" << bad << "'";
+    if (!t.ok()) {
+      EXPECT_NE(t.status().message().find("RFC 3339"), std::string_view::npos) << t.status();
+    }
+  }
+}
+
+// ---- Commands and flags ------------------------------------------------------------------------------------
+
+TEST(ParseCliArgsTest, StartTakesAnIdAndATtl) {
+  absl::StatusOr<CliArgs> a = Parse({"start", "job-1", "--ttl", "5s"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kStart);
+  EXPECT_EQ(a->id, "job-1");
+  EXPECT_EQ(a->ttl, seconds(5));
+  EXPECT_FALSE(a->deadline.has_value());
+  EXPECT_EQ(a->ns, "");
+  EXPECT_EQ(a->addr, kAddr);
+  EXPECT_FALSE(a->json);
+  EXPECT_EQ(a->timeout, seconds(10));
+  EXPECT_FALSE(a->replace);
+  EXPECT_FALSE(a->interval.has_value());
+}
+
+TEST(ParseCliArgsTest, StartReadsEveryOption) {
+  absl::StatusOr<CliArgs> a = Parse({"--addr", "h:1", "--json", "--timeout=2s", "start", "--deadline",
+                                     "2025-01-31T12:00:00Z", "-n", "billing", "--payload=hello world",
+                                     "--interval", "1m", "--replace", "job-2"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->addr, "h:1");
+  EXPECT_TRUE(a->json);
+  EXPECT_EQ(a->timeout, seconds(2));
+  EXPECT_EQ(a->id, "job-2");
+  EXPECT_EQ(a->deadline, UnixSeconds(1738324800));
+  EXPECT_FALSE(a->ttl.has_value());
+  EXPECT_EQ(a->ns, "billing");
+  EXPECT_EQ(a->payload, "hello world");
+  EXPECT_EQ(a->interval, minutes(1));
+  EXPECT_TRUE(a->replace);
+}
+
+TEST(ParseCliArgsTest, GlobalFlagsAreAcceptedAfterTheCommand) {
+  absl::StatusOr<CliArgs> a = Parse({"get", "x", "--json", "--addr=other:1", "--namespace", "ns"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kGet);
+  EXPECT_TRUE(a->json);
+  EXPECT_EQ(a->addr, "other:1");
+  EXPECT_EQ(a->ns, "ns");
+}
+
+TEST(ParseCliArgsTest, StartAndRescheduleNeedExactlyOneOfTtlAndDeadline) {
+  EXPECT_NE(ParseError({"start", "x"}).find("exactly one of --ttl"), std::string::npos);
+  EXPECT_NE(ParseError({"reschedule", "x", "--ttl", "1s", "--deadline", "2025-01-31T12:00:00Z"})
+                .find("exactly one of --ttl"),
+            std::string::npos);
+  absl::StatusOr<CliArgs> a = Parse({"reschedule", "x", "--ttl", "250ms"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kReschedule);
+  EXPECT_EQ(a->ttl, milliseconds(250));
+}
+
+TEST(ParseCliArgsTest, IdCommandsNeedExactlyOneId) {
+  EXPECT_NE(ParseError({"delete"}).find("needs a timer <id>"), std::string::npos);
+  EXPECT_NE(ParseError({"get", "a", "b"}).find("unexpected 'b'"), std::string::npos);
+  EXPECT_NE(ParseError({"stats", "extra"}).find("takes no arguments"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, DoubleDashMakesTheRestPositional) {
+  absl::StatusOr<CliArgs> a = Parse({"delete", "-n", "ns", "--", "-odd-id"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->id, "-odd-id");
+  EXPECT_EQ(a->ns, "ns");
+  EXPECT_NE(ParseError({"delete", "-odd-id"}).find("unknown flag -odd-id"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, RejectsUnknownFlagsAndCommands) {
+  EXPECT_NE(ParseError({"list", "--bogus"}).find("unknown flag --bogus"), std::string::npos);
+  EXPECT_NE(ParseError({"frobnicate"}).find("unknown command 'frobnicate'"), std::string::npos);
+  EXPECT_NE(ParseError({}).find("missing command"), std::string::npos);
+  EXPECT_NE(ParseError({"--json"}).find("missing command"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, RejectsFlagsOfOtherCommands) {
+  EXPECT_NE(ParseError({"get", "x", "--all"}).find("--all does not apply to 'get'"), std::string::npos);
+  EXPECT_NE(ParseError({"health", "-n", "x"}).find("-n does not apply to 'health'"), std::string::npos);
+  EXPECT_NE(ParseError({"stats", "--service", "x"}).find("does not apply"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, ValueFlagsNeedAValueAndSwitchesTakeNone) {
+  EXPECT_NE(ParseError({"start", "x", "--ttl"}).find("--ttl needs a value: --ttl DUR"), std::string::npos);
+  EXPECT_NE(ParseError({"list", "--all=yes"}).find("--all takes no value"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, BadValuesNameTheFlag) {
+  EXPECT_NE(ParseError({"start", "x", "--ttl", "soon"}).find("--ttl: \"soon\" is not a duration"),
+            std::string::npos);
+  EXPECT_NE(ParseError({"start", "x", "--ttl", "1s", "--interval", "0s"}).find("--interval: must be more"),
+            std::string::npos);
+  EXPECT_NE(ParseError({"--timeout", "0s", "stats"}).find("--timeout: must be more"), std::string::npos);
+  EXPECT_NE(ParseError({"start", "x", "--deadline", "noon"}).find("--deadline: \"noon\""), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, ListReadsPagingFlags) {
+  absl::StatusOr<CliArgs> a = Parse({"list", "-n", "q", "--page-size", "1000", "--page-token", "abc", "--all"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kList);
+  EXPECT_EQ(a->page_size, 1000);
+  EXPECT_EQ(a->page_token, "abc");
+  EXPECT_TRUE(a->all);
+  EXPECT_NE(ParseError({"list", "--page-size", "1001"}).find("0..1000"), std::string::npos);
+  EXPECT_NE(ParseError({"list", "--page-size", "-1"}).find("not a whole number"), std::string::npos);
+  EXPECT_NE(ParseError({"list", "--page-size", "ten"}).find("not a whole number"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, SubscribeReadsItsFlags) {
+  absl::StatusOr<CliArgs> a = Parse({"subscribe", "--max-in-flight", "7", "--observe", "--count", "3", "--for",
+                                     "1.5s"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kSubscribe);
+  EXPECT_EQ(a->max_in_flight, 7u);
+  EXPECT_TRUE(a->observe);
+  EXPECT_EQ(a->count, 3u);
+  EXPECT_EQ(a->for_duration, milliseconds(1500));
+
+  absl::StatusOr<CliArgs> defaults = Parse({"subscribe"});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->max_in_flight, 100u);
+  EXPECT_FALSE(defaults->observe);
+  EXPECT_EQ(defaults->count, 0u);
+  EXPECT_FALSE(defaults->for_duration.has_value());
+
+  EXPECT_NE(ParseError({"subscribe", "--count", "0"}).find("at least 1"), std::string::npos);
+  EXPECT_NE(ParseError({"subscribe", "--max-in-flight", "4294967296"}).find("0..4294967295"), std::string::npos);
+}
+
+TEST(ParseCliArgsTest, HealthTakesAServiceName) {
+  absl::StatusOr<CliArgs> a = Parse({"health", "--service", "lawn.v1.TimerService"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, CliCommand::kHealth);
+  EXPECT_EQ(a->service, "lawn.v1.TimerService");
+}
+
+TEST(ParseCliArgsTest, HelpWinsOverMissingArguments) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"-h"}, {"help"}, {"start", "--help"}, {"reschedule", "-h"}, {"--json", "help"}}) {
+    absl::StatusOr<CliArgs> a = Parse(args);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->command, CliCommand::kHelp);
+  }
+}
+
+TEST(ExitCodeForTest, MapsTheDocumentedCodes) {
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kOk), 0);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kNotFound), 3);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kAlreadyExists), 4);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kUnavailable), 5);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kDeadlineExceeded), 5);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kInvalidArgument), 6);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kResourceExhausted), 7);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kInternal), 1);
+  EXPECT_EQ(ExitCodeFor(absl::StatusCode::kCancelled), 1);
+}
+
+TEST(UsageTextTest, DocumentsCommandsAndExitCodes) {
+  const std::string usage = UsageText();
+  for (const char* needle : {"start <id>", "delete <id>", "get <id>", "reschedule <id>", "list", "subscribe",
+                             "health", "stats", "LAWN_ADDR", "127.0.0.1:7070", "5  UNAVAILABLE",
+                             "7  RESOURCE_EXHAUSTED", "2  usage error"}) {
+    EXPECT_NE(usage.find(needle), std::string::npos) << needle;
+  }
+}
+
+}  // namespace
+}  // namespace lawn

@@ -1,0 +1,198 @@
+#include "tests/integration/lawnd_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "grpcpp/generic/generic_stub.h"
+#include "gtest/gtest.h"
+
+namespace lawn::testing {
+
+namespace fs = std::filesystem;
+
+std::string LawndPath() { return LAWND_PATH; }
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "lawn-test-XXXXXX").string();
+  char* made = mkdtemp(tmpl.data());
+  if (made == nullptr) std::abort();
+  path_ = made;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+LawndProcess::LawndProcess(std::string data_dir, std::vector<std::string> extra_args)
+    : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)) {
+  log_path_ = data_dir_ + ".log";
+}
+
+LawndProcess::~LawndProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+  std::error_code ec;
+  fs::remove(log_path_, ec);
+}
+
+std::string LawndProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
+  const std::vector<std::string> args = [&] {
+    std::vector<std::string> a = {LawndPath(), "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
+                                  "--metrics-listen", ""};
+    a.insert(a.end(), extra_args_.begin(), extra_args_.end());
+    return a;
+  }();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Stop(SIGKILL);
+  return -1;
+}
+
+void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
+  ASSERT_LT(pid_, 0) << "already running";
+  log_offset_ = Log().size();
+  std::vector<std::string> args = {LawndPath(), "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
+                                   "--metrics-listen", "", "--shards", "2", "--log-level", "debug"};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  const std::regex listening(R"(listening on [^ ]*:(\d+))");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string log = Log().substr(log_offset_);
+    std::smatch m;
+    if (std::regex_search(log, m, listening)) {
+      port_ = std::stoi(m[1]);
+      return;
+    }
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      FAIL() << "lawnd exited before listening; log:\n" << Log().substr(log_offset_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL() << "lawnd did not report its port; log:\n" << Log().substr(log_offset_);
+}
+
+void LawndProcess::Start(std::chrono::milliseconds timeout) {
+  StartNoWait(timeout);
+  if (port_ == 0) return;
+  ASSERT_TRUE(WaitServing(timeout)) << "lawnd never became SERVING; log:\n" << Log().substr(log_offset_);
+}
+
+bool LawndProcess::WaitServing(std::chrono::milliseconds timeout) {
+  auto ch = channel();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    grpc::ByteBuffer request_buf, response_buf;
+    // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message.
+    grpc::GenericStub generic(ch);
+    grpc::Slice empty;
+    request_buf = grpc::ByteBuffer(&empty, 1);
+    grpc::CompletionQueue cq;
+    grpc::Status status;
+    auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request_buf, &cq);
+    call->StartCall();
+    call->Finish(&response_buf, &status, reinterpret_cast<void*>(1));
+    void* tag;
+    bool ok;
+    cq.Next(&tag, &ok);
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    if (status.ok()) {
+      std::vector<grpc::Slice> slices;
+      (void)response_buf.Dump(&slices);
+      std::string bytes;
+      for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      // HealthCheckResponse{status: SERVING (1)} encodes as 08 01.
+      if (bytes == std::string("\x08\x01", 2)) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+int LawndProcess::Stop(int signal, std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, signal);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      ADD_FAILURE() << "lawnd did not exit within the timeout after signal " << signal;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  port_ = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::shared_ptr<grpc::Channel> LawndProcess::channel() {
+  return grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<v1::TimerService::Stub> LawndProcess::stub() { return v1::TimerService::NewStub(channel()); }
+
+}  // namespace lawn::testing

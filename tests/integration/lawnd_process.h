@@ -1,0 +1,69 @@
+// LawndProcess: runs the real lawnd binary for integration tests, on 127.0.0.1 port 0 with its data in a
+// fresh temp dir, and finds the port it got from its log. Only the process it started is ever signalled.
+//
+// Thread-safety: one test thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "lawn/v1/timer.grpc.pb.h"
+
+namespace lawn::testing {
+
+// A temp dir removed (recursively) at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class LawndProcess {
+ public:
+  // `data_dir` is reused across restarts of one test; `extra_args` are appended to the command line.
+  LawndProcess(std::string data_dir, std::vector<std::string> extra_args = {});
+  ~LawndProcess();  // SIGKILLs the process if still running.
+
+  // Starts lawnd and waits until it listens and reports SERVING (or `timeout` passes: test failure).
+  void Start(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Starts without waiting for SERVING (still waits for the port).
+  void StartNoWait(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  bool WaitServing(std::chrono::milliseconds timeout);
+  // Runs lawnd expecting it to exit on its own (e.g. refusing a bad config); returns its exit status, or -1
+  // if it was still running after `timeout` (then it is killed).
+  int RunToExit(std::chrono::milliseconds timeout);
+  // Sends `signal` and waits for the exit; returns the exit status (WEXITSTATUS, or 128 + signal).
+  int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  void Kill() { Stop(9); }
+  bool running() const { return pid_ > 0; }
+
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::shared_ptr<grpc::Channel> channel();
+  std::unique_ptr<v1::TimerService::Stub> stub();
+  // The log written so far.
+  std::string Log() const;
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  std::string data_dir_;
+  std::vector<std::string> extra_args_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  size_t log_offset_ = 0;  // Port search starts after the previous run's log.
+};
+
+// Path of the lawnd binary under test (set by CMake).
+std::string LawndPath();
+
+}  // namespace lawn::testing

@@ -1,0 +1,109 @@
+// Helpers for the storage tests: a temporary directory, and a copy of everything a TimerStore recovers (the
+// store's views die with the callback, so tests compare owned copies).
+#pragma once
+
+#include <stdlib.h>  // mkdtemp
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/timer_store.h"
+
+namespace lawn::storage_test {
+
+// A fresh directory under /tmp, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/lawn_storage_test.XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct TimerCopy {
+  std::string key;
+  int64_t deadline_unix_ns = 0;
+  uint64_t ttl_ns = 0;
+  uint64_t interval_ns = 0;
+  std::string payload;
+  bool operator==(const TimerCopy&) const = default;
+};
+
+struct ExpirationCopy {
+  uint64_t delivery_id = 0;
+  TimerCopy timer;
+  int64_t fired_at_unix_ns = 0;
+  uint32_t attempt = 0;
+  bool operator==(const ExpirationCopy&) const = default;
+};
+
+struct StoreContents {
+  std::vector<TimerCopy> timers;
+  std::vector<ExpirationCopy> outbox;
+  bool operator==(const StoreContents&) const = default;
+};
+
+inline TimerCopy Copy(const StoredTimer& t) {
+  return {std::string(t.key), t.deadline_unix_ns, t.ttl_ns, t.interval_ns, std::string(t.payload)};
+}
+
+// Everything `store` recovers, in the order it was reported. Fails the test on a non-OK status.
+inline StoreContents Contents(TimerStore& store) {
+  StoreContents c;
+  absl::Status s =
+      store.Recover([&](const StoredTimer& t) { c.timers.push_back(Copy(t)); },
+                    [&](const StoredExpiration& e) {
+                      c.outbox.push_back({e.delivery_id, Copy(e.timer), e.fired_at_unix_ns, e.attempt});
+                    });
+  EXPECT_TRUE(s.ok()) << s;
+  return c;
+}
+
+inline std::vector<std::string> TimerKeys(TimerStore& store) {
+  std::vector<std::string> keys;
+  for (const TimerCopy& t : Contents(store).timers) keys.push_back(t.key);
+  return keys;
+}
+
+// "ns" + '\0' + "id": a timer key as the layers above build it.
+inline std::string Key(std::string_view ns, std::string_view id) {
+  std::string k(ns);
+  k.push_back('\0');
+  k.append(id);
+  return k;
+}
+
+inline void PrintTo(const TimerCopy& t, std::ostream* os) {
+  std::string printable;
+  for (char c : t.key) printable += (c == '\0') ? std::string("\\0") : std::string(1, c);
+  *os << "{" << printable << " deadline=" << t.deadline_unix_ns << " ttl=" << t.ttl_ns
+      << " interval=" << t.interval_ns << " payload=" << t.payload.size() << "B}";
+}
+
+inline void PrintTo(const ExpirationCopy& e, std::ostream* os) {
+  *os << "{id=" << e.delivery_id << " ";
+  PrintTo(e.timer, os);
+  *os << " fired_at=" << e.fired_at_unix_ns << " attempt=" << e.attempt << "}";
+}
+
+}  // namespace lawn::storage_test
