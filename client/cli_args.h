@@ -1,6 +1,6 @@
-// lawnctl's command line: the parsed form (CliArgs), its parser, the value parsers it uses (durations, RFC 3339
-// deadlines), the usage text and the exit codes. No I/O and no gRPC, so all of it is unit tested without a
-// server.
+// lawnctl's command line: the parsed form (CliArgs), its parser, the value parsers it uses (durations, RFC
+// 3339 deadlines), the usage text and the exit codes. No I/O and no gRPC, so all of it is unit tested without
+// a server.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/cli_values.h"
 
 namespace lawn {
 
@@ -39,8 +40,8 @@ struct CliArgs {
   CliCommand command = CliCommand::kHelp;
 
   // Global flags, accepted before or after the command.
-  std::string addr;                                              // --addr HOST:PORT.
-  bool json = false;                                             // --json.
+  std::string addr;                                             // --addr HOST:PORT.
+  bool json = false;                                            // --json.
   std::chrono::nanoseconds timeout = std::chrono::seconds(10);  // --timeout: deadline of each unary call.
 
   // Command arguments; each is set only for the commands that take it.
@@ -49,34 +50,24 @@ struct CliArgs {
   // start, reschedule: exactly one of the two.
   std::optional<std::chrono::nanoseconds> ttl;
   std::optional<std::chrono::system_clock::time_point> deadline;
-  std::string payload;                            // start --payload.
+  std::string payload;                               // start --payload.
   std::optional<std::chrono::nanoseconds> interval;  // start --interval; > 0.
-  bool replace = false;                           // start --replace.
-  int32_t page_size = 0;                          // list --page-size, 0..1000; 0 = lawnd's default (100).
-  std::string page_token;                         // list --page-token.
-  bool all = false;                               // list --all: follow next_page_token to the end.
-  uint32_t max_in_flight = 100;                   // subscribe --max-in-flight.
-  bool observe = false;                           // subscribe --observe.
-  uint64_t count = 0;                             // subscribe --count: stop after this many; 0 = no limit.
+  bool replace = false;                              // start --replace.
+  int32_t page_size = 0;                             // list --page-size, 0..1000; 0 = lawnd's default (100).
+  std::string page_token;                            // list --page-token.
+  bool all = false;                                  // list --all: follow next_page_token to the end.
+  uint32_t max_in_flight = 100;                      // subscribe --max-in-flight.
+  bool observe = false;                              // subscribe --observe.
+  uint64_t count = 0;                                // subscribe --count: stop after this many; 0 = no limit.
   std::optional<std::chrono::nanoseconds> for_duration;  // subscribe --for: stop after this long.
-  std::string service;                            // health --service; "" = the whole server.
+  std::string service;                                   // health --service; "" = the whole server.
 };
 
-// Parses lawnctl's arguments (argv without argv[0]). `default_addr` is used when there is no --addr (main passes
-// $LAWN_ADDR or kDefaultLawnAddr). --help / -h / `help` anywhere give command kHelp. Every error is
-// INVALID_ARGUMENT with a message naming the offending argument and what is allowed; lawnctl exits kExitUsage.
+// Parses lawnctl's arguments (argv without argv[0]). `default_addr` is used when there is no --addr (main
+// passes $LAWN_ADDR or kDefaultLawnAddr). --help / -h / `help` anywhere give command kHelp. Every error is
+// INVALID_ARGUMENT with a message naming the offending argument and what is allowed; lawnctl exits
+// kExitUsage.
 absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr);
-
-// A duration: one or more <number><unit> terms, the number optionally with a fraction, unit ns, us, ms, s, m or
-// h ("250us", "1.5s", "1h30m"). Exact to the nanosecond; negative, unit-less, finer than 1ns or beyond
-// ~292 years is INVALID_ARGUMENT.
-absl::StatusOr<std::chrono::nanoseconds> ParseDurationArg(std::string_view text);
-
-// The shortest text ParseDurationArg reads back as `d`: "0s", "250us", "1.5s", "1h30m", "-2s".
-std::string FormatDurationArg(std::chrono::nanoseconds d);
-
-// An RFC 3339 instant with a zone ("2025-01-31T12:00:00Z", "2025-01-31T13:00:00.25+01:00").
-absl::StatusOr<std::chrono::system_clock::time_point> ParseDeadlineArg(std::string_view text);
 
 // lawnctl --help.
 std::string UsageText();

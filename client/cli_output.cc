@@ -74,8 +74,8 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
   std::string json;
   const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
-    return absl::InternalError(Cat("cannot print ", message.GetTypeName(), " as JSON: ",
-                                            std::string(status.message())));
+    return absl::InternalError(
+        Cat("cannot print ", message.GetTypeName(), " as JSON: ", std::string(status.message())));
   }
   return json;
 }
@@ -84,8 +84,8 @@ std::string ExpirationLine(const v1::Expiration& e) {
   char lateness[32];
   std::snprintf(lateness, sizeof(lateness), "%.3f", LatenessMs(e));
   return Cat(PrintableBytes(e.timer().id()), " deadline=", FormatTimestamp(e.timer().deadline()),
-                      " fired_at=", FormatTimestamp(e.fired_at()), " lateness_ms=", lateness,
-                      " attempt=", e.attempt(), " payload=", PrintableBytes(e.timer().payload()));
+             " fired_at=", FormatTimestamp(e.fired_at()), " lateness_ms=", lateness, " attempt=", e.attempt(),
+             " payload=", PrintableBytes(e.timer().payload()));
 }
 
 absl::StatusOr<std::string> ExpirationJson(const v1::Expiration& e) {
@@ -99,9 +99,9 @@ absl::StatusOr<std::string> ExpirationJson(const v1::Expiration& e) {
 }
 
 std::string TimerSummary(std::string_view verb, const v1::Timer& timer) {
-  std::string text = Cat(verb, " ", PrintableBytes(timer.id()), " in namespace ", timer.namespace_(),
-                                  ": deadline ", FormatTimestamp(timer.deadline()), " (ttl ",
-                                  DurationText(timer, false));
+  std::string text =
+      Cat(verb, " ", PrintableBytes(timer.id()), " in namespace ", timer.namespace_(), ": deadline ",
+          FormatTimestamp(timer.deadline()), " (ttl ", DurationText(timer, false));
   if (timer.has_interval()) text += Cat(", every ", DurationText(timer, true));
   return text + ")";
 }
@@ -128,18 +128,16 @@ std::string TimerTable(const v1::ListTimersResponse& page) {
 
 std::string StatsText(const v1::GetStatsResponse& stats) {
   std::string text = Table({"pending timers", Cat(stats.pending_timers())},
-                           {{"outbox", Cat(stats.outbox())},
-                            {"redeliveries", Cat(stats.redeliveries())}});
+                           {{"outbox", Cat(stats.outbox())}, {"redeliveries", Cat(stats.redeliveries())}});
   std::vector<Row> shards;
   for (const v1::ShardStats& s : stats.shards()) {
-    shards.push_back({Cat(s.shard()), Cat(s.pending_timers()), Cat(s.lawn_timers()),
-                      Cat(s.wheel_timers()), Cat(s.lawn_buckets())});
+    shards.push_back({Cat(s.shard()), Cat(s.pending_timers()), Cat(s.lawn_timers()), Cat(s.wheel_timers()),
+                      Cat(s.lawn_buckets())});
   }
   text += Cat("\n", Table({"SHARD", "PENDING", "LAWN", "WHEEL", "BUCKETS"}, shards));
   std::vector<Row> namespaces;
   for (const v1::NamespaceStats& n : stats.namespaces()) {
-    namespaces.push_back({n.namespace_(), Cat(n.pending_timers()), Cat(n.outbox()),
-                          Cat(n.subscribers())});
+    namespaces.push_back({n.namespace_(), Cat(n.pending_timers()), Cat(n.outbox()), Cat(n.subscribers())});
   }
   text += Cat("\n", Table({"NAMESPACE", "PENDING", "OUTBOX", "SUBSCRIBERS"}, namespaces));
   return text;

@@ -2,8 +2,8 @@
 // unit tested without a server.
 //
 // Human text prints ids and payloads verbatim when they are plain printable ASCII, quoted and C-escaped
-// otherwise; times as RFC 3339 UTC; durations as DUR flags are written (1.5s). JSON is the proto3 JSON mapping
-// with every field present (bytes as base64), one line per message.
+// otherwise; times as RFC 3339 UTC; durations as DUR flags are written (1.5s). JSON is the proto3 JSON
+// mapping with every field present (bytes as base64), one line per message.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -162,8 +162,9 @@ absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {
   return response.status();
 }
 
-std::unique_ptr<Subscription> LawnClient::Subscribe(const std::string& ns, SubscribeOptions options,
-                                                    std::function<void(const v1::Expiration&)> on_expiration) {
+std::unique_ptr<Subscription> LawnClient::Subscribe(
+    const std::string& ns, SubscribeOptions options,
+    std::function<void(const v1::Expiration&)> on_expiration) {
   return std::make_unique<Subscription>(channel_, ns, options, std::move(on_expiration));
 }
 

@@ -2,8 +2,8 @@
 //
 // Every unary method makes one blocking RPC with ClientOptions::timeout as its deadline and returns lawnd's
 // answer, or lawnd's error as an absl::Status with the same canonical code and message (NOT_FOUND,
-// ALREADY_EXISTS, INVALID_ARGUMENT, ...). Transport failures come back as UNAVAILABLE (lawnd unreachable; calls
-// fail fast rather than wait for a connection) or DEADLINE_EXCEEDED.
+// ALREADY_EXISTS, INVALID_ARGUMENT, ...). Transport failures come back as UNAVAILABLE (lawnd unreachable;
+// calls fail fast rather than wait for a connection) or DEADLINE_EXCEEDED.
 //
 // Thread-safety: a LawnClient may be used from any number of threads at once; each call has its own context.
 // Subscriptions it creates share its channel and may outlive it.
@@ -28,8 +28,8 @@
 namespace lawn {
 
 struct ClientOptions {
-  // Deadline of each unary call, counted from its start. Zero or negative: no deadline. Subscribe streams have
-  // none.
+  // Deadline of each unary call, counted from its start. Zero or negative: no deadline. Subscribe streams
+  // have none.
   std::chrono::nanoseconds timeout = std::chrono::seconds(10);
   // Largest message sent or received, in bytes; -1 for no limit. lawnd's own limit is its max_message_bytes
   // (default 4MiB).

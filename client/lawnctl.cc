@@ -84,7 +84,7 @@ int List(const CliArgs& args, LawnClient& client) {
   if (args.all) all.clear_next_page_token();
   const int code = Print(args, all, TimerTable(all));
   if (!args.json && !all.next_page_token().empty()) {
-    std::fprintf(stderr, "more timers: lawnctl list --page-token %s (or --all)\n", all.next_page_token().c_str());
+    std::fprintf(stderr, "more timers: add --page-token %s, or use --all\n", all.next_page_token().c_str());
   }
   return code;
 }
@@ -116,6 +116,10 @@ int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_sign
   uint64_t seen = 0;  // Callback thread only.
   SubscribeOptions options;
   options.max_in_flight = args.max_in_flight;
+  // No point holding more than --count: whatever is received past it goes back to lawnd as a redelivery.
+  if (args.count != 0 && (options.max_in_flight == 0 || options.max_in_flight > args.count)) {
+    options.max_in_flight = static_cast<uint32_t>(args.count);
+  }
   options.observe = args.observe;
   const auto on_expiration = [&](const v1::Expiration& e) {
     if (args.json) {
@@ -130,7 +134,8 @@ int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_sign
         return shared.subscription != nullptr;
       };
       absl::MutexLock lock(&shared.mu, absl::Condition(&ready));
-      shared.subscription->Stop();  // From the callback: this expiration is still acked, no later one is shown.
+      shared.subscription
+          ->Stop();  // From the callback: this expiration is still acked, no later one is shown.
     }
   };
   std::unique_ptr<Subscription> subscription = client.Subscribe(args.ns, options, on_expiration);
@@ -139,9 +144,8 @@ int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_sign
     shared.subscription = subscription.get();
   }
 
-  const auto until = args.for_duration.has_value()
-                         ? std::chrono::steady_clock::now() + *args.for_duration
-                         : std::chrono::steady_clock::time_point::max();
+  const auto until = args.for_duration.has_value() ? std::chrono::steady_clock::now() + *args.for_duration
+                                                   : std::chrono::steady_clock::time_point::max();
   constexpr std::chrono::milliseconds kPoll{100};  // Signal latency; the stream's end wakes us at once.
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
@@ -200,7 +204,8 @@ int main(int argc, char** argv) {
   const absl::StatusOr<lawn::CliArgs> parsed =
       lawn::ParseCliArgs(args, env_addr != nullptr && *env_addr != '\0' ? env_addr : lawn::kDefaultLawnAddr);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "lawnctl: %s\nRun 'lawnctl --help' for usage.\n", std::string(parsed.status().message()).c_str());
+    std::fprintf(stderr, "lawnctl: %s\nRun 'lawnctl --help' for usage.\n",
+                 std::string(parsed.status().message()).c_str());
     return lawn::kExitUsage;
   }
   // subscribe ends cleanly on SIGINT / SIGTERM: block them before gRPC starts any thread (threads inherit the

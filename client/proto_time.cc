@@ -27,8 +27,9 @@ google::protobuf::Timestamp ToProtoTimestamp(std::chrono::system_clock::time_poi
 }
 
 std::chrono::system_clock::time_point FromProtoTimestamp(const google::protobuf::Timestamp& t) {
-  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-      std::chrono::seconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(t.seconds()) +
+                                                                      std::chrono::nanoseconds(t.nanos())));
 }
 
 }  // namespace lawn

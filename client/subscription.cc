@@ -142,8 +142,8 @@ void Subscription::DeliverUntilDone() {
       if (stopping_) return;
       acks = TakeAcksToWrite();
       if (acks.empty()) {
-        // Not writing acks: either an expiration waits, or the stream has ended and all are delivered (expirations
-        // received before the end still reach the callback; their acks cannot be sent).
+        // Not writing acks: either an expiration waits, or the stream has ended and all are delivered
+        // (expirations received before the end still reach the callback; their acks cannot be sent).
         if (received_.empty()) return;
         expiration = std::move(received_.front());
         received_.pop_front();

@@ -1,18 +1,19 @@
 // Subscription: one Subscribe stream of lawn.v1.TimerService, run on threads of its own.
 //
-// The stream sends `open`, then hands every expiration it receives to the caller's callback, one at a time and
-// in arrival order, and acks it (SubscribeOptions::auto_ack) once the callback has returned. Acks that pile up
-// while the callback runs go out together in one `ack` message; they are sent at the latest when nothing else
-// is waiting for the callback, so the stream never sits on a full in-flight window of finished work.
+// The stream sends `open`, then hands every expiration it receives to the caller's callback, one at a time
+// and in arrival order, and acks it (SubscribeOptions::auto_ack) once the callback has returned. Acks that
+// pile up while the callback runs go out together in one `ack` message; they are sent at the latest when
+// nothing else is waiting for the callback, so the stream never sits on a full in-flight window of finished
+// work.
 //
 // Two threads per subscription: a reader (blocking Read, queues at most max_in_flight expirations) and a
 // dispatcher (runs the callback, writes acks; the only writer on the stream). The callback runs on the
 // dispatcher thread and never concurrently with itself.
 //
 // Stop is graceful: acks of finished callbacks are written, then the client half-closes and lawnd ends the
-// stream with OK; expirations received but not yet handed to the callback are dropped unacked, and lawnd gives
-// them to another subscriber when the stream closes. If lawnd does not close within kStopGrace, the stream is
-// cancelled.
+// stream with OK; expirations received but not yet handed to the callback are dropped unacked, and lawnd
+// gives them to another subscriber when the stream closes. If lawnd does not close within kStopGrace, the
+// stream is cancelled.
 //
 // Thread-safety: every public method may be called from any thread. Ack and Stop may also be called from the
 // callback; Wait, WaitFor and the destructor must not be (they would wait for the callback to return).
@@ -38,8 +39,8 @@
 namespace lawn {
 
 struct SubscribeOptions {
-  // Unacked expirations lawnd may hand this stream at once, 1..lawnd's max_in_flight; 0 lets lawnd pick (100).
-  // Also bounds the expirations the client buffers ahead of the callback.
+  // Unacked expirations lawnd may hand this stream at once, 1..lawnd's max_in_flight; 0 lets lawnd pick
+  // (100). Also bounds the expirations the client buffers ahead of the callback.
   uint32_t max_in_flight = 100;
   // Receive a best-effort copy of every expiration instead of sharing the work; nothing is acked.
   bool observe = false;
@@ -64,9 +65,9 @@ class Subscription {
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
 
-  // Acks `delivery_id` (Expiration::delivery_id). Never blocks on the network: the ack is queued and written by
-  // the stream's thread, together with others that are waiting. Ignored in observe mode and after the stream
-  // has ended. Acking an id twice, or an id lawnd does not know, is harmless.
+  // Acks `delivery_id` (Expiration::delivery_id). Never blocks on the network: the ack is queued and written
+  // by the stream's thread, together with others that are waiting. Ignored in observe mode and after the
+  // stream has ended. Acking an id twice, or an id lawnd does not know, is harmless.
   void Ack(uint64_t delivery_id);
 
   // Ends the stream (see the top of the file) and, unless called from the callback, waits until the callback
@@ -101,15 +102,16 @@ class Subscription {
   const Callback on_expiration_;
 
   grpc::ClientContext context_;  // TryCancel is thread-safe; the rest is used by the dispatcher only.
-  std::unique_ptr<Stream> stream_;  // Set by the dispatcher before the reader starts; Read by the reader only.
+  std::unique_ptr<Stream>
+      stream_;  // Set by the dispatcher before the reader starts; Read by the reader only.
 
   mutable absl::Mutex mu_;
   std::deque<v1::Expiration> received_ ABSL_GUARDED_BY(mu_);  // Not yet handed to the callback.
-  std::vector<uint64_t> pending_acks_ ABSL_GUARDED_BY(mu_);    // Not yet written.
-  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;              // Read returned false.
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;                 // Stop was called.
-  bool streaming_ ABSL_GUARDED_BY(mu_) = false;                // The dispatcher reached its delivery loop.
-  bool done_ ABSL_GUARDED_BY(mu_) = false;                     // Finish returned; status_ is final.
+  std::vector<uint64_t> pending_acks_ ABSL_GUARDED_BY(mu_);   // Not yet written.
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;             // Read returned false.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;                // Stop was called.
+  bool streaming_ ABSL_GUARDED_BY(mu_) = false;               // The dispatcher reached its delivery loop.
+  bool done_ ABSL_GUARDED_BY(mu_) = false;                    // Finish returned; status_ is final.
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 
   std::thread::id dispatcher_id_ ABSL_GUARDED_BY(mu_);  // Set by the dispatcher itself when it starts.

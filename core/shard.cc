@@ -18,11 +18,11 @@ namespace {
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
-uint32_t HashId(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
-
 }  // namespace
 
-size_t Shard::IdHash::operator()(std::string_view id) const { return HashId(id); }
+uint32_t TimerIdHash(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
+
+size_t Shard::IdHash::operator()(std::string_view id) const { return TimerIdHash(id); }
 
 Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
@@ -71,7 +71,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
   if (spec.when.kind == When::Kind::kTtl && spec.when.value_ns == 0) {
     return absl::InvalidArgumentError("ttl must be > 0");
   }
-  const uint32_t hash = HashId(spec.id);
+  const uint32_t hash = TimerIdHash(spec.id);
   TimerRef ref = Find(spec.id);
   if (ref != kNoTimer) {
     if (!spec.replace) return absl::AlreadyExistsError("timer '" + std::string(spec.id) + "' already exists");
@@ -168,13 +168,16 @@ size_t Shard::Advance(uint64_t now_ns, FiredSink sink) {
 }
 
 void Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink sink) {
-  // Timers of one tick arrive from both structures in no useful order; a tick's group is small.
-  std::sort(group.begin(), group.end(), [this](TimerRef a, TimerRef b) {
-    const TimerRecord& x = pool_[a];
-    const TimerRecord& y = pool_[b];
-    if (x.deadline_ns != y.deadline_ns) return x.deadline_ns < y.deadline_ns;
-    return x.id() < y.id();
+  // Timers of one tick arrive from both structures in no useful order. Sort compact keys: ids are read only
+  // when two timers share a deadline and a 32-bit hash.
+  keys_.clear();
+  for (TimerRef ref : group) keys_.push_back({pool_[ref].deadline_ns, pool_[ref].id_hash, ref});
+  std::sort(keys_.begin(), keys_.end(), [this](const FireKey& a, const FireKey& b) {
+    if (a.deadline_ns != b.deadline_ns) return a.deadline_ns < b.deadline_ns;
+    if (a.id_hash != b.id_hash) return a.id_hash < b.id_hash;
+    return pool_[a.ref].id() < pool_[b.ref].id();
   });
+  for (size_t i = 0; i < keys_.size(); ++i) group[i] = keys_[i].ref;
   for (TimerRef ref : group) {
     TimerRecord& r = pool_[ref];
     Fired fired{ViewOf(ref), 0};
@@ -230,7 +233,8 @@ void Shard::ForEach(TimerVisitor visit) const {
 
 size_t Shard::MemoryBytes() const {
   return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
-         lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef);
+         lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
+         keys_.capacity() * sizeof(FireKey);
 }
 
 void Shard::CheckInvariants() const {
@@ -242,7 +246,7 @@ void Shard::CheckInvariants() const {
     const TimerRecord& r = pool_[ref];
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
     if (Find(r.id()) != ref) InvariantBroken("index lookup does not find the record");
-    if (r.id_hash != HashId(r.id())) InvariantBroken("stale id hash");
+    if (r.id_hash != TimerIdHash(r.id())) InvariantBroken("stale id hash");
   }
 }
 

@@ -6,7 +6,8 @@
 // same clock. The tick quantizes time: a timer is due once floor(now / tick) >= ceil(deadline / tick), so it
 // never fires before its deadline and at most one tick after it (given Advance is called that often).
 //
-// Order: Advance reports due timers ordered by (deadline_ns, id). A timer started with a deadline that has
+// Order: Advance reports due timers ordered by (deadline_ns, TimerIdHash(id), id): by deadline, ties in an
+// arbitrary but deterministic order that costs no id comparison (ids are compared only on a hash tie). A timer started with a deadline that has
 // already passed follows the same rule: it fires at the first Advance whose tick reaches its deadline's tick,
 // which is the next Advance unless both fall within one tick.
 //
@@ -81,13 +82,17 @@ struct Timer {
 };
 
 // One expiration reported by Advance. `timer.deadline_ns` is the deadline that fired; for a recurring timer
-// `next_deadline_ns` is the deadline it was re-armed at (0 for one-shot timers, which are gone).
+// `next_deadline_ns` is the deadline it was re-armed at (0 for one-shot timers, which are gone). A re-armed
+// timer's ttl_ns becomes its interval (the time from arming to deadline, as for any TTL timer).
 struct Fired {
   TimerView timer;
   uint64_t next_deadline_ns = 0;
 };
 
 using FiredSink = absl::FunctionRef<void(const Fired&)>;
+
+// The 32-bit hash of an id that orders same-deadline expirations (and keys the shard's index).
+uint32_t TimerIdHash(std::string_view id);
 using TimerVisitor = absl::FunctionRef<void(const TimerView&)>;
 
 class Shard {
@@ -114,7 +119,7 @@ class Shard {
   // Looks a timer up; the view is valid until the next mutating call.
   std::optional<TimerView> Get(std::string_view id) const;
 
-  // Fires every timer due at `now_ns` in (deadline, id) order, calling `sink` for each; returns the count.
+  // Fires every timer due at `now_ns` in the order above, calling `sink` for each; returns the count.
   size_t Advance(uint64_t now_ns, FiredSink sink);
   // Convenience for tests and tools: Advance collecting owning copies.
   std::vector<Timer> AdvanceCollect(uint64_t now_ns);
@@ -171,7 +176,13 @@ class Shard {
   Lawn lawn_;
   TimingWheel wheel_;
   TtlRouter router_;
-  std::vector<TimerRef> group_;  // Scratch for Advance; reused so firing does not allocate.
+  struct FireKey {
+    uint64_t deadline_ns;
+    uint32_t id_hash;
+    TimerRef ref;
+  };
+  std::vector<TimerRef> group_;   // Scratch for Advance; reused so firing does not allocate.
+  std::vector<FireKey> keys_;     // Sort keys of group_, so sorting touches neither records nor ids.
 };
 
 }  // namespace lawn

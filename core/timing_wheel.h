@@ -69,7 +69,8 @@ class TimingWheel {
   // no timer is due at limit_tick.
   bool TakeDue(uint64_t limit_tick, std::vector<TimerRef>& out, uint64_t* tick);
 
-  // Records that every tick <= now_tick has been processed. REQUIRES: NextTick() > now_tick (or empty).
+  // Records that every tick <= now_tick has been processed (elapsed becomes now_tick: the last processed
+  // tick). REQUIRES: NextTick() > now_tick (or empty).
   void AdvanceTo(uint64_t now_tick);
 
   // Re-files every timer under a new tick length. Deadlines are in ns, so nothing becomes due earlier.

@@ -5,6 +5,7 @@
 
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/timer_service.h"
 #include "spdlog/spdlog.h"
@@ -15,6 +16,7 @@ namespace lawn {
 namespace {
 
 constexpr char kServiceName[] = "lawn.v1.TimerService";
+constexpr char kLivenessService[] = "liveness";
 
 // The host part of "host:port" for the log line ("[::]" style kept as given).
 std::string HostOf(const std::string& listen) {
@@ -40,7 +42,12 @@ absl::Status LawnServer::Start() {
     if (!opened.ok()) return opened.status();
     store = std::move(*opened);
   }
-  runtime_ = std::make_unique<Runtime>(options_, std::move(store));
+  metrics_ = std::make_unique<Metrics>(options_.shards);
+  if (!options_.metrics_listen.empty()) {
+    if (absl::Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
+    spdlog::info("metrics on http://{}:{}/metrics", HostOf(options_.metrics_listen), metrics_->port());
+  }
+  runtime_ = std::make_unique<Runtime>(options_, std::move(store), metrics_.get());
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
   service_ = std::make_unique<TimerServiceImpl>(*runtime_);
@@ -70,16 +77,24 @@ void LawnServer::UpdateHealth() {
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   health->SetServingStatus(serving);
   health->SetServingStatus(kServiceName, serving);
+  // For liveness probes: the process answers, whatever it is doing (recovering, draining, failed).
+  health->SetServingStatus(kLivenessService, true);
 }
+
+TimerStore* LawnServer::store() { return runtime_ != nullptr ? runtime_->store() : nullptr; }
 
 void LawnServer::Drain() {
   if (server_ == nullptr) return;
   draining_.store(true);
   UpdateHealth();
-  const auto deadline = std::chrono::system_clock::now() + options_.shutdown_timeout;
-  // Streams never end on their own: end them first, so Shutdown only waits for unary calls.
+  const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_timeout;
+  // New calls are answered UNAVAILABLE; streams never end on their own, so end them; then wait for the unary
+  // calls in flight (their storage writes) to be answered.
+  service_->BeginDrain();
   service_->CloseStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is shutting down; reconnect"));
-  server_->Shutdown(deadline);
+  if (!service_->WaitIdle(deadline)) spdlog::warn("drain: calls still in flight at shutdown_timeout; cancelling");
+  // Nothing of ours is in flight now: shut down at once rather than wait for idle clients to hang up.
+  server_->Shutdown(std::chrono::system_clock::now());
   runtime_->Stop();
   server_.reset();
 }

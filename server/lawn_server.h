@@ -13,9 +13,11 @@
 #include "absl/status/status.h"
 #include "config/options.h"
 #include "grpcpp/grpcpp.h"
+#include "storage/timer_store.h"
 
 namespace lawn {
 
+class Metrics;
 class Runtime;
 class TimerServiceImpl;
 
@@ -33,11 +35,13 @@ class LawnServer {
   void Drain();
 
   int port() const { return port_; }
+  TimerStore* store();
 
  private:
   void UpdateHealth();
 
   const Options options_;
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<TimerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -79,6 +79,7 @@ void Outbox::RemoveSubscriber(const Subscriber* subscriber) {
       Requeue(it->second);
       in_flight_.erase(it);
     }
+    redeliveries_ += held.size();
     CollectWakeable(&wake);
   }
   for (auto& s : wake) s->Wake();

@@ -17,9 +17,10 @@ constexpr size_t kRecoveryBatch = 4096;
 
 }  // namespace
 
-Runtime::Runtime(const Options& options, std::unique_ptr<TimerStore> store)
+Runtime::Runtime(const Options& options, std::unique_ptr<TimerStore> store, Metrics* metrics)
     : options_(options),
       store_(std::move(store)),
+      metrics_(metrics),
       namespaces_(static_cast<uint64_t>(options.ack_timeout.count())) {}
 
 Runtime::~Runtime() { Stop(); }
@@ -130,6 +131,7 @@ void Runtime::Recover() {
   } else {
     spdlog::critical("recovery failed: {}", status.ToString());
   }
+  if (metrics_ != nullptr) metrics_->recovery_duration().Set(seconds);
   {
     absl::MutexLock lock(&mu_);
     recovery_ = {timers, expirations, seconds};
@@ -153,6 +155,8 @@ void Runtime::Background() {
   const bool interval_sync = store_ != nullptr && options_.durability == Durability::kInterval;
   if (interval_sync) period = std::min(period, options_.sync_interval);
   auto last_sync = std::chrono::steady_clock::now();
+  auto last_gauges = last_sync;
+  auto last_disk = last_sync - std::chrono::hours(1);
   std::unique_lock lock(stop_mu_);
   while (!stopping_) {
     stop_cv_.wait_for(lock, period);
@@ -170,6 +174,15 @@ void Runtime::Background() {
       last_sync = std::chrono::steady_clock::now();
       absl::Status synced = store_->Sync();
       if (!synced.ok()) ReportWriteFailure(synced);
+      if (metrics_ != nullptr) metrics_->storage_syncs().Increment();
+    }
+    const auto now_steady = std::chrono::steady_clock::now();
+    if (now_steady - last_gauges >= std::chrono::seconds(1)) {
+      last_gauges = now_steady;
+      // The data dir is walked file by file: every 10 s is plenty for a size gauge.
+      const bool with_disk = now_steady - last_disk >= std::chrono::seconds(10);
+      if (with_disk) last_disk = now_steady;
+      UpdateMetrics(with_disk);
     }
     lock.lock();
   }
@@ -191,8 +204,8 @@ absl::Status Runtime::write_status() const {
 }
 
 void Runtime::ReportWriteFailure(const absl::Status& status) {
-  // The free-space guard is not a failure of the store: it refuses before anything changes.
-  if (status.code() == absl::StatusCode::kResourceExhausted) return;
+  // Even the free-space guard refusing at write time is fatal here: the round's changes are already in
+  // memory. Workers check the guard (with headroom) before applying, so this is the rare, late case.
   {
     absl::MutexLock lock(&mu_);
     if (!write_status_.ok()) return;
@@ -220,6 +233,22 @@ void Runtime::NotifyHealth() {
     listener = health_listener_;
   }
   if (listener) listener();
+}
+
+void Runtime::UpdateMetrics(bool with_disk) {
+  if (metrics_ == nullptr) return;
+  for (NamespaceState* ns : namespaces_.All()) {
+    const OutboxCounters c = ns->outbox.Counters();
+    metrics_->outbox(ns->name()).Set(static_cast<double>(c.ready + c.in_flight));
+    metrics_->subscribers(ns->name()).Set(static_cast<double>(c.subscribers + c.observers));
+    uint64_t& seen = redeliveries_seen_[ns->name()];
+    if (c.redeliveries > seen) metrics_->redeliveries().Increment(static_cast<double>(c.redeliveries - seen));
+    seen = c.redeliveries;
+  }
+  if (with_disk && store_ != nullptr) {
+    absl::StatusOr<uint64_t> bytes = store_->DataBytes();
+    if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));
+  }
 }
 
 RecoveryStats Runtime::recovery_stats() const {

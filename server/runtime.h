@@ -23,9 +23,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "config/options.h"
+#include "server/metrics.h"
 #include "server/namespaces.h"
 #include "server/shard_command.h"
 #include "server/time_base.h"
@@ -43,8 +45,8 @@ struct RecoveryStats {
 
 class Runtime {
  public:
-  // `store` is nullptr in `memory` durability.
-  Runtime(const Options& options, std::unique_ptr<TimerStore> store);
+  // `store` is nullptr in `memory` durability. `metrics` may be nullptr (tests); not owned.
+  Runtime(const Options& options, std::unique_ptr<TimerStore> store, Metrics* metrics);
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
   ~Runtime();
@@ -77,6 +79,7 @@ class Runtime {
   uint64_t boot_epoch() const { return boot_epoch_; }
   RecoveryStats recovery_stats() const;
   TimerStore* store() { return store_.get(); }
+  Metrics* metrics() { return metrics_; }
 
   // Builds a timer key: namespace \0 id.
   static std::string Key(std::string_view ns, std::string_view id);
@@ -87,10 +90,13 @@ class Runtime {
   void Recover();
   void Background();
   void NotifyHealth();
+  // Refreshes the gauges the workers do not own (outboxes, subscribers, data dir) and counts redeliveries.
+  void UpdateMetrics(bool with_disk);
 
   const Options options_;
   const TimeBase time_;
   std::unique_ptr<TimerStore> store_;
+  Metrics* const metrics_;
   Namespaces namespaces_;
   std::vector<std::unique_ptr<ShardWorker>> workers_;
   std::atomic<uint64_t> total_pending_{0};
@@ -105,6 +111,7 @@ class Runtime {
   RecoveryStats recovery_ ABSL_GUARDED_BY(mu_);
   std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
 
+  absl::flat_hash_map<std::string, uint64_t> redeliveries_seen_;  // Background thread only.
   std::thread recovery_thread_;
   std::thread background_thread_;
   std::mutex stop_mu_;

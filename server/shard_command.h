@@ -21,6 +21,13 @@ namespace lawn {
 class Runtime;
 struct NamespaceState;
 
+// Operations applied in one round, published to the metrics once per round.
+struct RoundCounters {
+  uint64_t starts = 0;
+  uint64_t deletes = 0;
+  uint64_t reschedules = 0;
+};
+
 class ShardContext {
  public:
   virtual ~ShardContext() = default;
@@ -34,6 +41,7 @@ class ShardContext {
   virtual absl::StatusOr<NamespaceState*> Namespace(std::string_view name) = 0;
   // Status of the free-space guard for this round: writes must not be applied when it is not OK.
   virtual const absl::Status& write_admission() const = 0;
+  virtual RoundCounters& counters() = 0;
 };
 
 class ShardCommand {

@@ -53,6 +53,8 @@ class ShardWorker final : private ShardContext {
   Runtime& runtime() override { return runtime_; }
   absl::StatusOr<NamespaceState*> Namespace(std::string_view name) override;
   const absl::Status& write_admission() const override { return admission_; }
+  RoundCounters& counters() override { return counters_; }
+  void PublishMetrics(uint64_t expired);
 
   void Run();
   void RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
@@ -69,6 +71,7 @@ class ShardWorker final : private ShardContext {
   StoreBatch batch_;
   uint64_t now_mono_ns_ = 0;
   absl::Status admission_;
+  RoundCounters counters_;
   uint64_t delivery_base_ = 0;  // boot epoch << 44 | shard << 36: ids are unique across shards and restarts.
   uint64_t delivery_counter_ = 1;
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "server/metrics.h"
 #include "server/namespaces.h"
 #include "server/outbox.h"
 #include "server/proto_convert.h"
@@ -159,6 +160,12 @@ void SubscribeReactor::TrySend() {
     e->set_delivery_id(d.delivery_id);
     e->set_attempt(d.attempt);
     e->set_late(d.late);
+    if (d.attempt == 1 && !handle_->observe) {
+      if (Metrics* m = runtime_.metrics()) {
+        const int64_t lateness = TimeBase::WallNowNs() - d.deadline_unix_ns;
+        m->expiry_lateness().Observe(lateness > 0 ? static_cast<double>(lateness) * 1e-9 : 0.0);
+      }
+    }
     if (d.attempt > 1) {
       spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
     }

@@ -82,6 +82,7 @@ void StartCommand::Apply(ShardContext& ctx) {
       FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
       if (StoreBatch* batch = ctx.batch()) batch->PutTimer(t.id, deadline, t.ttl_ns, t.interval_ns, t.payload);
     });
+    if (op.status.ok()) ctx.counters().starts++;
     if (!op.status.ok() && !exists) {
       (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
       runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
@@ -98,6 +99,7 @@ void StartCommand::Done(const absl::Status& write_status) {
 }
 
 void StartBatch::Finish() {
+  timer.Observe();
   if (batch_response == nullptr) {
     reactor->Finish(ToGrpcStatus(ops[0].status));
     return;
@@ -139,6 +141,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
       });
       if (status_.ok()) {
         wrote_ = true;
+        ctx.counters().deletes++;
         absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(key_).first);
         if (ns.ok()) (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
         runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
@@ -157,6 +160,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
       });
       if (status_.ok()) {
         wrote_ = true;
+        ctx.counters().reschedules++;
       } else if (status_.code() == absl::StatusCode::kNotFound) {
         status_ = absl::NotFoundError("no pending " + Describe(key_));
       }
@@ -166,6 +170,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
 }
 
 void KeyCommand::Done(const absl::Status& write_status) {
+  timer_.Observe();
   reactor_->Finish(ToGrpcStatus(AfterWrite(status_, wrote_, write_status)));
 }
 
@@ -202,6 +207,7 @@ void ListCommand::Done(const absl::Status&) {
 }
 
 void ListState::Finish() {
+  timer.Observe();
   std::vector<v1::Timer*> all;
   for (auto& shard : per_shard) {
     for (auto& t : shard) all.push_back(&t);
@@ -232,6 +238,7 @@ void StatsCommand::Done(const absl::Status&) {
 }
 
 void StatsState::Finish() {
+  timer.Observe();
   uint64_t pending = 0, outbox = 0, redeliveries = 0;
   for (auto& s : per_shard) {
     pending += s.pending_timers();

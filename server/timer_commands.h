@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
+#include "server/request_timer.h"
 #include "server/shard_command.h"
 
 namespace lawn {
@@ -41,6 +42,7 @@ struct StartBatch {
   std::atomic<size_t> remaining{0};  // Commands still running.
   grpc::ServerUnaryReactor* reactor = nullptr;
   v1::StartTimersResponse* batch_response = nullptr;  // nullptr for the unary StartTimer.
+  RequestTimer timer;
   void Finish();
 };
 
@@ -60,8 +62,8 @@ class StartCommand final : public ShardCommand {
 class KeyCommand final : public ShardCommand {
  public:
   enum class Kind { kDelete, kReschedule, kGet };
-  KeyCommand(Kind kind, std::string key, grpc::ServerUnaryReactor* reactor, v1::Timer* out)
-      : kind_(kind), key_(std::move(key)), reactor_(reactor), out_(out) {}
+  KeyCommand(Kind kind, std::string key, grpc::ServerUnaryReactor* reactor, v1::Timer* out, RequestTimer timer)
+      : kind_(kind), key_(std::move(key)), reactor_(reactor), out_(out), timer_(timer) {}
   // For kReschedule.
   void SetWhen(bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
     by_ttl_ = by_ttl;
@@ -76,6 +78,7 @@ class KeyCommand final : public ShardCommand {
   std::string key_;
   grpc::ServerUnaryReactor* reactor_;
   v1::Timer* out_;
+  RequestTimer timer_;
   bool by_ttl_ = true;
   uint64_t ttl_ns_ = 0;
   int64_t deadline_unix_ns_ = 0;
@@ -93,6 +96,7 @@ struct ListState {
   std::atomic<size_t> remaining{0};
   grpc::ServerUnaryReactor* reactor = nullptr;
   v1::ListTimersResponse* response = nullptr;
+  RequestTimer timer;
   void Finish();
 };
 
@@ -114,6 +118,7 @@ struct StatsState {
   grpc::ServerUnaryReactor* reactor = nullptr;
   v1::GetStatsResponse* response = nullptr;
   class Runtime* runtime = nullptr;
+  RequestTimer timer;
   void Finish();
 };
 

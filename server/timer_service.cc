@@ -1,6 +1,8 @@
 #include "server/timer_service.h"
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "server/proto_convert.h"
@@ -67,7 +69,22 @@ absl::StatusOr<std::string> ParseKey(const std::string& ns_field, const std::str
 
 }  // namespace
 
+RequestTimer TimerServiceImpl::Track(Rpc rpc) { return RequestTimer::Start(runtime_.metrics(), rpc, &in_flight_); }
+
+void TimerServiceImpl::BeginDrain() { draining_.store(true, std::memory_order_release); }
+
+bool TimerServiceImpl::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  while (in_flight_.load(std::memory_order_acquire) > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 absl::Status TimerServiceImpl::Admit(bool write) const {
+  if (draining_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("lawnd is shutting down; retry on another instance or after restart");
+  }
   if (!runtime_.ready()) return absl::UnavailableError("lawnd is recovering its timers; retry shortly");
   if (write && runtime_.write_failed()) return runtime_.write_status();
   return absl::OkStatus();
@@ -91,6 +108,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
     return Reject(context, "StartTimer", s);
   }
   batch->ops[0].out = response->mutable_timer();
+  batch->timer = Track(Rpc::kStartTimer);
   batch->reactor = context->DefaultReactor();
   batch->remaining.store(1, std::memory_order_relaxed);
   grpc::ServerUnaryReactor* reactor = batch->reactor;
@@ -113,6 +131,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   batch->ops.resize(static_cast<size_t>(n));
   batch->reactor = context->DefaultReactor();
   batch->batch_response = response;
+  batch->timer = Track(Rpc::kStartTimers);
   std::vector<std::vector<uint32_t>> per_shard(runtime_.shard_count());
   // Results exist before any worker runs: workers fill disjoint elements, never resize the list.
   for (int i = 0; i < n; ++i) response->add_results();
@@ -147,7 +166,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerCont
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), reactor,
-                                                      response->mutable_timer()));
+                                                      response->mutable_timer(),
+                                                      Track(Rpc::kDeleteTimer)));
   return reactor;
 }
 
@@ -180,7 +200,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServer
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
   auto command = std::make_unique<KeyCommand>(KeyCommand::Kind::kReschedule, std::move(*key), reactor,
-                                              response->mutable_timer());
+                                              response->mutable_timer(),
+                                              Track(Rpc::kRescheduleTimer));
   command->SetWhen(by_ttl, ttl, deadline);
   runtime_.Submit(shard, std::move(command));
   return reactor;
@@ -195,7 +216,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), reactor,
-                                                      response->mutable_timer()));
+                                                      response->mutable_timer(),
+                                                      Track(Rpc::kGetTimer)));
   return reactor;
 }
 
@@ -223,6 +245,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
   state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
   state->reactor = context->DefaultReactor();
   state->response = response;
+  state->timer = Track(Rpc::kListTimers);
   grpc::ServerUnaryReactor* reactor = state->reactor;
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
     runtime_.Submit(shard, std::make_unique<ListCommand>(state, shard));
@@ -232,12 +255,16 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
 
 grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                      const v1::GetStatsRequest*, v1::GetStatsResponse* response) {
+  if (draining_.load(std::memory_order_acquire)) {
+    return Reject(context, "GetStats", absl::UnavailableError("lawnd is shutting down"));
+  }
   auto state = std::make_shared<StatsState>();
   state->per_shard.resize(runtime_.shard_count());
   state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
   state->reactor = context->DefaultReactor();
   state->response = response;
   state->runtime = &runtime_;
+  state->timer = Track(Rpc::kGetStats);
   grpc::ServerUnaryReactor* reactor = state->reactor;
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
     runtime_.Submit(shard, std::make_unique<StatsCommand>(state, shard));

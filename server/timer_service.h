@@ -7,6 +7,10 @@
 
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.grpc.pb.h"
+#include <atomic>
+#include <chrono>
+
+#include "server/request_timer.h"
 #include "server/runtime.h"
 #include "server/subscribe_reactor.h"
 
@@ -19,6 +23,9 @@ class TimerServiceImpl final : public v1::TimerService::CallbackService {
   // Ends every Subscribe stream (drain) and refuses new ones with `status`.
   void CloseStreams(const grpc::Status& status) { streams_.CloseAll(status); }
   size_t open_streams() const { return streams_.size(); }
+  // Drain: refuse new unary calls with UNAVAILABLE, then wait until the ones in flight are answered.
+  void BeginDrain();
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
   grpc::ServerUnaryReactor* StartTimer(grpc::CallbackServerContext* context, const v1::StartTimerRequest* request,
                                        v1::StartTimerResponse* response) override;
@@ -46,8 +53,12 @@ class TimerServiceImpl final : public v1::TimerService::CallbackService {
   grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, const char* method,
                                    const absl::Status& status);
 
+  RequestTimer Track(Rpc rpc);
+
   Runtime& runtime_;
   StreamRegistry streams_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> in_flight_{0};  // Unary calls received and not yet answered.
 };
 
 }  // namespace lawn

@@ -39,6 +39,7 @@ struct FileState {
   // Created after the cut: written for real so that RocksDB can read back what it "wrote" (else its
   // background jobs fail and stall shutdown), but the file never became durable and goes at the restore.
   bool created_after_cut = false;
+  uint64_t created_seq = 0;  // FaultInjectionFs::seq_ when it was created.
 };
 
 class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
@@ -115,13 +116,20 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     state.size = size;
     if (state.synced > size) state.synced = size;
   }
-  void OnDirSynced(const std::string& dir) {
+  // Before a directory sync: the sequence number it covers (entries created or renamed before it began),
+  // or nullopt if the power is out.
+  std::optional<uint64_t> BeginDirSync() {
+    if (!BeginSync()) return std::nullopt;
+    absl::MutexLock l(&mu_);
+    return seq_;
+  }
+  void OnDirSynced(const std::string& dir, uint64_t covered_seq) {
     absl::MutexLock l(&mu_);
     if (dead_) return;
     for (auto& [name, state] : files_) {
-      if (DirOf(name) == dir) state->dir_entry_synced = true;
+      if (state->created_seq <= covered_seq && DirOf(name) == dir) state->dir_entry_synced = true;
     }
-    std::erase_if(renames_, [&](const Rename& r) { return DirOf(r.to) == dir; });
+    std::erase_if(renames_, [&](const Rename& r) { return r.seq <= covered_seq && DirOf(r.to) == dir; });
   }
 
   // rocksdb::FileSystem
@@ -191,11 +199,13 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     std::string from;
     std::string to;
     std::optional<std::string> old_to_contents;  // What `to` held before, if it existed.
+    uint64_t seq = 0;
   };
 
   std::shared_ptr<FileState> Track(const std::string& normalized, FileState initial) {
     auto state = std::make_shared<FileState>(initial);
     absl::MutexLock l(&mu_);
+    state->created_seq = ++seq_;
     files_[normalized] = state;
     return state;
   }
@@ -205,6 +215,9 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
   bool cut_armed_ ABSL_GUARDED_BY(mu_) = false;  // CutPowerAtSync pending.
   uint64_t syncs_before_cut_ ABSL_GUARDED_BY(mu_) = 0;
+  // Orders file creations and renames against directory syncs: a directory sync makes durable only the
+  // entries that existed when it began.
+  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t file_syncs_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<FileState>> files_ ABSL_GUARDED_BY(mu_);
   std::vector<Rename> renames_ ABSL_GUARDED_BY(mu_);  // Not yet made durable by a directory fsync.
@@ -326,16 +339,18 @@ class TrackingDirectory final : public rocksdb::FSDirectory {
       : dir_(std::move(dir)), fs_(fs), name_(std::move(name)) {}
 
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
-    if (!fs_->BeginSync()) return rocksdb::IOStatus::OK();
+    const std::optional<uint64_t> covered = fs_->BeginDirSync();
+    if (!covered.has_value()) return rocksdb::IOStatus::OK();
     rocksdb::IOStatus s = dir_->Fsync(o, d);
-    if (s.ok()) fs_->OnDirSynced(name_);
+    if (s.ok()) fs_->OnDirSynced(name_, *covered);
     return s;
   }
   rocksdb::IOStatus FsyncWithDirOptions(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d,
                                         const rocksdb::DirFsyncOptions& opts) override {
-    if (!fs_->BeginSync()) return rocksdb::IOStatus::OK();
+    const std::optional<uint64_t> covered = fs_->BeginDirSync();
+    if (!covered.has_value()) return rocksdb::IOStatus::OK();
     rocksdb::IOStatus s = dir_->FsyncWithDirOptions(o, d, opts);
-    if (s.ok()) fs_->OnDirSynced(name_);
+    if (s.ok()) fs_->OnDirSynced(name_, *covered);
     return s;
   }
   rocksdb::IOStatus Close(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
@@ -428,6 +443,7 @@ rocksdb::IOStatus FaultInjectionFs::RenameFile(const std::string& src, const std
     files_[rename.to] = it->second;
     files_.erase(it);
   }
+  rename.seq = ++seq_;
   renames_.push_back(std::move(rename));
   return s;
 }

@@ -8,8 +8,10 @@
 // dropped (and reported as OK: a machine that lost power never learns otherwise); files created after the
 // cut are written for real so that RocksDB's running jobs can read back their output, and vanish at the
 // restore. RestoreAfterPowerCut() then puts the files into the most pessimistic state a real disk could be
-// in after the cut: unsynced tails cut off, unsynced renames undone, files whose directory entry was never
-// synced deleted. A sync still in progress when the power goes out counts for nothing.
+// in after the cut: unsynced tails cut off, unsynced renames undone (what they overwrote restored), files
+// whose directory entry was never synced deleted. A sync still in progress when the power goes out counts
+// for nothing; a directory sync covers only the entries created or renamed before it began. Deletions made
+// before the cut are taken as durable (RocksDB only deletes files it no longer needs).
 //
 // A test: open the store with options.test_env = &env, write, env.CutPower(), destroy the store,
 // env.RestoreAfterPowerCut(), reopen with the same env, assert that exactly the synced data is there.

@@ -169,7 +169,8 @@ struct RocksDbTimerStore::Rep {
 
   // Admits a write of `bytes` or refuses it. The estimate of free space between two statvfs calls assumes
   // every admitted byte consumed disk; flushes and compactions write more, which min_free_disk_bytes covers.
-  absl::Status AdmitWrite(uint64_t bytes) {
+  // With `reserve` false it only checks (TimerStore::CheckSpace), counting nothing as written.
+  absl::Status AdmitWrite(uint64_t bytes, bool reserve = true) {
     if (min_free_disk_bytes == 0) return absl::OkStatus();
     absl::MutexLock l(&guard_mu);
     const auto now = std::chrono::steady_clock::now();
@@ -190,7 +191,7 @@ struct RocksDbTimerStore::Rep {
           "disk almost full: ", free, " bytes free in ", path, ", need at least ", min_free_disk_bytes,
           " (config key min_free_disk_bytes) plus ", bytes, " for this write; nothing was written"));
     }
-    guard_written_since += bytes;
+    if (reserve) guard_written_since += bytes;
     return absl::OkStatus();
   }
 
@@ -209,7 +210,7 @@ struct RocksDbTimerStore::Rep {
     return FromRocks(it->status(), absl::StrCat("recover: scan of column family ", cf->GetName()));
   }
 
-  absl::Status CheckFormat(bool new_db, const std::vector<std::string>& unknown_cfs);
+  absl::Status CheckFormat(const std::vector<std::string>& unknown_cfs);
 };
 
 RocksDbTimerStore::RocksDbTimerStore(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
@@ -296,11 +297,11 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
   rep->timers = rep->handles[1];
   rep->outbox = rep->handles[2];
   rep->meta = rep->handles[3];
-  RETURN_IF_ERROR(rep->CheckFormat(new_db, unknown_cfs));
+  RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
   return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
 }
 
-absl::Status RocksDbTimerStore::Rep::CheckFormat(bool new_db, const std::vector<std::string>& unknown_cfs) {
+absl::Status RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>& unknown_cfs) {
   std::string version;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatVersionKey, &version);
   if (s.ok()) {
@@ -326,8 +327,7 @@ absl::Status RocksDbTimerStore::Rep::CheckFormat(bool new_db, const std::vector<
   };
   if (!unknown_cfs.empty() || !empty(timers) || !empty(outbox) || !empty(meta)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "data dir ", path, " holds a RocksDB database without a lawn format_version; not a lawn store?",
-        new_db ? "" : " (refusing to touch it)"));
+        "data dir ", path, " holds a RocksDB database without a lawn format_version; not a lawn store?"));
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
@@ -377,6 +377,11 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
   rocksdb::Status s = r.db->Write(wo, &wb);
   if (!s.ok()) return r.Fail("rocksdb write failed", s);
   return absl::OkStatus();
+}
+
+absl::Status RocksDbTimerStore::CheckSpace(uint64_t bytes) {
+  RETURN_IF_ERROR(rep_->Failed());
+  return rep_->AdmitWrite(bytes, /*reserve=*/false);
 }
 
 absl::Status RocksDbTimerStore::Sync() {
@@ -441,16 +446,17 @@ absl::StatusOr<uint64_t> RocksDbTimerStore::NextBootEpoch() {
 }
 
 absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
+  // The error_code overloads throughout: no filesystem_error may escape storage/.
   std::error_code ec;
   uint64_t total = 0;
   std::filesystem::recursive_directory_iterator it(rep_->path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("list ", rep_->path, ": ", ec.message()));
-  for (const std::filesystem::directory_entry& entry : it) {
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code file_ec;
-    if (!entry.is_regular_file(file_ec)) continue;
-    const uintmax_t size = entry.file_size(file_ec);
+    if (!it->is_regular_file(file_ec)) continue;
+    const uintmax_t size = it->file_size(file_ec);
     if (!file_ec) total += size;  // A file deleted meanwhile by compaction simply does not count.
   }
+  if (ec) return absl::UnavailableError(absl::StrCat("list ", rep_->path, ": ", ec.message()));
   return total;
 }
 

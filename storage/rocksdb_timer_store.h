@@ -65,13 +65,14 @@ class RocksDbTimerStore final : public TimerStore {
   // every synced write from the WAL.
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
   absl::Status Sync() override;
+  absl::Status CheckSpace(uint64_t bytes) override;
   absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
 
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent
   // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.
-  absl::StatusOr<uint64_t> DataBytes() const;
+  absl::StatusOr<uint64_t> DataBytes() const override;
 
   // Flushes every memtable and compacts every column family down to the last level, dropping tombstones.
   // Blocks until done. For tests and operators; the daemon relies on automatic compaction.

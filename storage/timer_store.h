@@ -58,6 +58,9 @@ class TimerStore {
     return absl::OkStatus();
   }
 
+  // Bytes the store occupies on disk (0 for stores without a disk). For metrics.
+  virtual absl::StatusOr<uint64_t> DataBytes() const { return uint64_t{0}; }
+
   // Forces everything written so far to stable storage.
   virtual absl::Status Sync() = 0;
 

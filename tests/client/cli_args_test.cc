@@ -1,4 +1,4 @@
-// lawnctl's argument parsing: durations, deadlines, flags, commands, exit codes (client/cli_args.h).
+// lawnctl's argument parsing: commands, flags, usage text, exit codes (client/cli_args.h).
 #include "client/cli_args.h"
 
 #include <chrono>
@@ -10,11 +10,8 @@
 namespace lawn {
 namespace {
 
-using std::chrono::hours;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
-using std::chrono::nanoseconds;
 using std::chrono::seconds;
 
 constexpr std::string_view kAddr = "default.example:7070";
@@ -34,101 +31,8 @@ std::chrono::system_clock::time_point UnixSeconds(int64_t s) {
   return std::chrono::system_clock::time_point(seconds(s));
 }
 
-// ---- Durations ---------------------------------------------------------------------------------------------
-
-TEST(ParseDurationArgTest, ReadsEveryUnit) {
-  EXPECT_EQ(*ParseDurationArg("7ns"), nanoseconds(7));
-  EXPECT_EQ(*ParseDurationArg("250us"), microseconds(250));
-  EXPECT_EQ(*ParseDurationArg("500ms"), milliseconds(500));
-  EXPECT_EQ(*ParseDurationArg("3s"), seconds(3));
-  EXPECT_EQ(*ParseDurationArg("2m"), minutes(2));
-  EXPECT_EQ(*ParseDurationArg("1h"), hours(1));
-  EXPECT_EQ(*ParseDurationArg("0s"), nanoseconds(0));
-}
-
-TEST(ParseDurationArgTest, ReadsFractionsExactly) {
-  EXPECT_EQ(*ParseDurationArg("1.5s"), milliseconds(1500));
-  EXPECT_EQ(*ParseDurationArg("0.1s"), milliseconds(100));
-  EXPECT_EQ(*ParseDurationArg("1.000000001s"), nanoseconds(1'000'000'001));
-  EXPECT_EQ(*ParseDurationArg("2.50ms"), microseconds(2500));
-  EXPECT_EQ(*ParseDurationArg("0.5h"), minutes(30));
-  EXPECT_EQ(*ParseDurationArg("1.5us"), nanoseconds(1500));
-}
-
-TEST(ParseDurationArgTest, AddsCombinedTerms) {
-  EXPECT_EQ(*ParseDurationArg("1h30m"), minutes(90));
-  EXPECT_EQ(*ParseDurationArg("1m0.5s"), milliseconds(60'500));
-  EXPECT_EQ(*ParseDurationArg("2s300ms"), milliseconds(2300));
-}
-
-TEST(ParseDurationArgTest, RejectsTextThatIsNotADuration) {
-  for (const char* bad : {"", "5", "s", "1x", "1.s", ".5s", "1 s", "1s ", "1sec", "1h30", "-1s", "+1s", "1e3s"}) {
-    absl::StatusOr<nanoseconds> d = ParseDurationArg(bad);
-    EXPECT_FALSE(d.ok()) << "'" << bad << "' parsed as " << d->count() << "ns";
-    if (!d.ok()) {
-      EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    }
-  }
-}
-
-TEST(ParseDurationArgTest, ErrorsSayWhatIsWrong) {
-  EXPECT_NE(ParseDurationArg("5").status().message().find("no unit"), std::string_view::npos);
-  EXPECT_NE(ParseDurationArg("-5s").status().message().find("negative"), std::string_view::npos);
-  EXPECT_NE(ParseDurationArg("1.0000000001s").status().message().find("finer than 1ns"), std::string_view::npos);
-  EXPECT_NE(ParseDurationArg("3000000h").status().message().find("too long"), std::string_view::npos);
-}
-
-TEST(ParseDurationArgTest, RejectsOverflowInsteadOfWrapping) {
-  EXPECT_FALSE(ParseDurationArg("99999999999999999999999s").ok());
-  EXPECT_FALSE(ParseDurationArg("9223372036854775808ns").ok());
-  EXPECT_TRUE(ParseDurationArg("9223372036854775807ns").ok());
-  EXPECT_FALSE(ParseDurationArg("9223372036854775807ns1ns").ok());
-}
-
-TEST(FormatDurationArgTest, PrintsTheShortestExactForm) {
-  EXPECT_EQ(FormatDurationArg(nanoseconds(0)), "0s");
-  EXPECT_EQ(FormatDurationArg(nanoseconds(7)), "7ns");
-  EXPECT_EQ(FormatDurationArg(microseconds(250)), "250us");
-  EXPECT_EQ(FormatDurationArg(nanoseconds(1500)), "1.5us");
-  EXPECT_EQ(FormatDurationArg(milliseconds(500)), "500ms");
-  EXPECT_EQ(FormatDurationArg(milliseconds(1500)), "1.5s");
-  EXPECT_EQ(FormatDurationArg(seconds(90)), "1m30s");
-  EXPECT_EQ(FormatDurationArg(hours(1)), "1h");
-  EXPECT_EQ(FormatDurationArg(hours(1) + seconds(1)), "1h1s");
-  EXPECT_EQ(FormatDurationArg(-seconds(2)), "-2s");
-  EXPECT_EQ(FormatDurationArg(nanoseconds::min()), "-2562047h47m16.854775808s");
-}
-
-TEST(FormatDurationArgTest, RoundTripsThroughParse) {
-  for (int64_t ns : {int64_t{1}, int64_t{999}, int64_t{1'001}, int64_t{123'456'789}, int64_t{1'000'000'001},
-                     int64_t{59'999'999'999}, int64_t{3'600'000'000'001}, int64_t{86'400'000'000'000},
-                     std::numeric_limits<int64_t>::max()}) {
-    const std::string text = FormatDurationArg(nanoseconds(ns));
-    absl::StatusOr<nanoseconds> back = ParseDurationArg(text);
-    ASSERT_TRUE(back.ok()) << text << ": " << back.status();
-    EXPECT_EQ(back->count(), ns) << text;
-  }
-}
-
-// ---- Deadlines ---------------------------------------------------------------------------------------------
-
-TEST(ParseDeadlineArgTest, ReadsUtcAndOffsets) {
-  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T12:00:00Z"), UnixSeconds(1738324800));
-  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T13:00:00+01:00"), UnixSeconds(1738324800));
-  EXPECT_EQ(*ParseDeadlineArg("2025-01-31T12:00:00.25Z"), UnixSeconds(1738324800) + milliseconds(250));
-}
-
-TEST(ParseDeadlineArgTest, RejectsTimesWithoutDateTimeOrZone) {
-  for (const char* bad : {"", "2025-01-31", "2025-01-31T12:00:00", "12:00:00Z", "tomorrow", "1738324800"}) {
-    absl::StatusOr<std::chrono::system_clock::time_point> t = ParseDeadlineArg(bad);
-    EXPECT_FALSE(t.ok()) << "'" << bad << "'";
-    if (!t.ok()) {
-      EXPECT_NE(t.status().message().find("RFC 3339"), std::string_view::npos) << t.status();
-    }
-  }
-}
-
-// ---- Commands and flags ------------------------------------------------------------------------------------
+// ---- Commands and flags
+// ------------------------------------------------------------------------------------
 
 TEST(ParseCliArgsTest, StartTakesAnIdAndATtl) {
   absl::StatusOr<CliArgs> a = Parse({"start", "job-1", "--ttl", "5s"});
@@ -146,9 +50,9 @@ TEST(ParseCliArgsTest, StartTakesAnIdAndATtl) {
 }
 
 TEST(ParseCliArgsTest, StartReadsEveryOption) {
-  absl::StatusOr<CliArgs> a = Parse({"--addr", "h:1", "--json", "--timeout=2s", "start", "--deadline",
-                                     "2025-01-31T12:00:00Z", "-n", "billing", "--payload=hello world",
-                                     "--interval", "1m", "--replace", "job-2"});
+  absl::StatusOr<CliArgs> a =
+      Parse({"--addr", "h:1", "--json", "--timeout=2s", "start", "--deadline", "2025-01-31T12:00:00Z", "-n",
+             "billing", "--payload=hello world", "--interval", "1m", "--replace", "job-2"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->addr, "h:1");
   EXPECT_TRUE(a->json);
@@ -224,7 +128,8 @@ TEST(ParseCliArgsTest, BadValuesNameTheFlag) {
 }
 
 TEST(ParseCliArgsTest, ListReadsPagingFlags) {
-  absl::StatusOr<CliArgs> a = Parse({"list", "-n", "q", "--page-size", "1000", "--page-token", "abc", "--all"});
+  absl::StatusOr<CliArgs> a =
+      Parse({"list", "-n", "q", "--page-size", "1000", "--page-token", "abc", "--all"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->command, CliCommand::kList);
   EXPECT_EQ(a->page_size, 1000);
@@ -236,8 +141,8 @@ TEST(ParseCliArgsTest, ListReadsPagingFlags) {
 }
 
 TEST(ParseCliArgsTest, SubscribeReadsItsFlags) {
-  absl::StatusOr<CliArgs> a = Parse({"subscribe", "--max-in-flight", "7", "--observe", "--count", "3", "--for",
-                                     "1.5s"});
+  absl::StatusOr<CliArgs> a =
+      Parse({"subscribe", "--max-in-flight", "7", "--observe", "--count", "3", "--for", "1.5s"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->command, CliCommand::kSubscribe);
   EXPECT_EQ(a->max_in_flight, 7u);
@@ -253,7 +158,8 @@ TEST(ParseCliArgsTest, SubscribeReadsItsFlags) {
   EXPECT_FALSE(defaults->for_duration.has_value());
 
   EXPECT_NE(ParseError({"subscribe", "--count", "0"}).find("at least 1"), std::string::npos);
-  EXPECT_NE(ParseError({"subscribe", "--max-in-flight", "4294967296"}).find("0..4294967295"), std::string::npos);
+  EXPECT_NE(ParseError({"subscribe", "--max-in-flight", "4294967296"}).find("0..4294967295"),
+            std::string::npos);
 }
 
 TEST(ParseCliArgsTest, HealthTakesAServiceName) {
@@ -286,9 +192,9 @@ TEST(ExitCodeForTest, MapsTheDocumentedCodes) {
 
 TEST(UsageTextTest, DocumentsCommandsAndExitCodes) {
   const std::string usage = UsageText();
-  for (const char* needle : {"start <id>", "delete <id>", "get <id>", "reschedule <id>", "list", "subscribe",
-                             "health", "stats", "LAWN_ADDR", "127.0.0.1:7070", "5  UNAVAILABLE",
-                             "7  RESOURCE_EXHAUSTED", "2  usage error"}) {
+  for (const char* needle :
+       {"start <id>", "delete <id>", "get <id>", "reschedule <id>", "list", "subscribe", "health", "stats",
+        "LAWN_ADDR", "127.0.0.1:7070", "5  UNAVAILABLE", "7  RESOURCE_EXHAUSTED", "2  usage error"}) {
     EXPECT_NE(usage.find(needle), std::string::npos) << needle;
   }
 }

@@ -1,4 +1,5 @@
-// lawnctl's output formatting (client/cli_output.h) and the chrono <-> protobuf time conversions it relies on.
+// lawnctl's output formatting (client/cli_output.h) and the chrono <-> protobuf time conversions it relies
+// on.
 #include "client/cli_output.h"
 
 #include <chrono>
@@ -57,7 +58,8 @@ TEST(ProtoTimeTest, ConvertsExactlyBothWays) {
     EXPECT_GE(ts.nanos(), 0) << ns;
     EXPECT_EQ(FromProtoTimestamp(ts), t);
   }
-  const google::protobuf::Timestamp before_epoch = ToProtoTimestamp(std::chrono::system_clock::time_point(-milliseconds(1)));
+  const google::protobuf::Timestamp before_epoch =
+      ToProtoTimestamp(std::chrono::system_clock::time_point(-milliseconds(1)));
   EXPECT_EQ(before_epoch.seconds(), -1);
   EXPECT_EQ(before_epoch.nanos(), 999'000'000);
 }
@@ -151,7 +153,9 @@ TEST(ToJsonTest, PrintsDefaultFieldsOnOneLine) {
   v1::GetStatsResponse stats;
   absl::StatusOr<std::string> json = ToJson(stats);
   ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_EQ(*json, "{\"pendingTimers\":\"0\",\"outbox\":\"0\",\"redeliveries\":\"0\",\"shards\":[],\"namespaces\":[]}");
+  EXPECT_EQ(
+      *json,
+      "{\"pendingTimers\":\"0\",\"outbox\":\"0\",\"redeliveries\":\"0\",\"shards\":[],\"namespaces\":[]}");
 }
 
 }  // namespace

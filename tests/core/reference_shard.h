@@ -2,7 +2,7 @@
 // std::set and written for obviousness, not speed.
 //
 //   due:        floor(now / tick) >= ceil(deadline / tick), i.e. deadline <= floor(now / tick) * tick;
-//   order:      (deadline_ns, id);
+//   order:      (deadline_ns, TimerIdHash(id), id);
 //   recurring:  next = deadline + interval; if next <= now, the first deadline + k * interval after now.
 #pragma once
 
@@ -125,7 +125,16 @@ class ReferenceShard {
 
   uint64_t tick_ns_;
   std::map<std::string, Entry> timers_;
-  std::set<std::pair<uint64_t, std::string>> queue_;  // (deadline_ns, id)
+  // Expiry order of core/shard.h.
+  struct FireOrder {
+    bool operator()(const std::pair<uint64_t, std::string>& a, const std::pair<uint64_t, std::string>& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      const uint32_t ha = TimerIdHash(a.second), hb = TimerIdHash(b.second);
+      if (ha != hb) return ha < hb;
+      return a.second < b.second;
+    }
+  };
+  std::set<std::pair<uint64_t, std::string>, FireOrder> queue_;  // (deadline_ns, id)
 };
 
 }  // namespace lawn::test

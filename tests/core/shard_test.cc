@@ -287,9 +287,9 @@ TEST(ShardTest, RecurringTimerWithPastStartKeepsItsGrid) {
   EXPECT_EQ(fired[0].next_deadline_ns, deadline + 4 * 30 * kMs);
 }
 
-TEST(ShardTest, AdvanceReportsInDeadlineThenIdOrder) {
+TEST(ShardTest, AdvanceReportsInDeadlineThenIdHashOrder) {
   Shard shard;
-  // A mix of Lawn (regular TTL) and wheel timers, ties on deadline broken by id, several per tick.
+  // A mix of Lawn (regular TTL) and wheel timers, ties on deadline broken by the id hash, several per tick.
   ASSERT_TRUE(shard.Start(TtlSpec("warm-1", 5 * kMs), kT0).ok());
   ASSERT_TRUE(shard.Start(TtlSpec("warm-2", 5 * kMs), kT0).ok());
   ASSERT_TRUE(shard.Start(TtlSpec("m", 5 * kMs), kT0).ok());
@@ -303,8 +303,18 @@ TEST(ShardTest, AdvanceReportsInDeadlineThenIdOrder) {
   ASSERT_TRUE(shard.Start(TtlSpec("b2", 3 * kMs), kT0).ok());
   EXPECT_GT(shard.lawn_pending(), 0u);
   std::vector<FiredCopy> fired = AdvanceAll(shard, kT0 + 10 * kMs);
-  EXPECT_EQ(Ids(fired), (std::vector<std::string>{"past", "x", "b", "b2", "y", "a", "c", "m", "warm-1",
-                                                   "warm-2", "z"}));
+  // Deadline groups: past < x < {b, b2} < y < {a, c, m, warm-1, warm-2, z}; within a group, hash then id.
+  auto by_hash = [](std::vector<std::string> ids) {
+    std::sort(ids.begin(), ids.end(), [](const std::string& l, const std::string& r) {
+      return TimerIdHash(l) != TimerIdHash(r) ? TimerIdHash(l) < TimerIdHash(r) : l < r;
+    });
+    return ids;
+  };
+  std::vector<std::string> expected = {"past", "x"};
+  for (auto& id : by_hash({"b", "b2"})) expected.push_back(id);
+  expected.push_back("y");
+  for (auto& id : by_hash({"a", "c", "m", "warm-1", "warm-2", "z"})) expected.push_back(id);
+  EXPECT_EQ(Ids(fired), expected);
   for (size_t i = 1; i < fired.size(); ++i) EXPECT_LE(fired[i - 1].deadline_ns, fired[i].deadline_ns);
 }
 

@@ -1,0 +1,112 @@
+#include "server/metrics.h"
+
+#include <exception>
+
+#include "prometheus/exposer.h"
+
+namespace lawn {
+
+namespace {
+
+// Seconds; from sub-millisecond (the expiry goal is p99 < 2 ms) to minutes (fires after downtime).
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+
+constexpr const char* kRpcNames[] = {"StartTimer", "StartTimers",    "DeleteTimer", "RescheduleTimer",
+                                     "GetTimer",   "ListTimers",     "GetStats"};
+
+}  // namespace
+
+Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& pending = prometheus::BuildGauge()
+                      .Name("lawn_pending_timers")
+                      .Help("Pending timers by shard and structure (lawn: TTL buckets, wheel: timing wheel)")
+                      .Register(*registry_);
+  auto& buckets = prometheus::BuildGauge()
+                      .Name("lawn_lawn_buckets")
+                      .Help("Lawn TTL buckets in use, by shard")
+                      .Register(*registry_);
+  for (uint32_t s = 0; s < shards; ++s) {
+    const std::string shard = std::to_string(s);
+    shards_.push_back({&pending.Add({{"shard", shard}, {"structure", "lawn"}}),
+                       &pending.Add({{"shard", shard}, {"structure", "wheel"}}), &buckets.Add({{"shard", shard}})});
+  }
+  auto& ops = prometheus::BuildCounter()
+                  .Name("lawn_timer_operations_total")
+                  .Help("Timers started, deleted and rescheduled")
+                  .Register(*registry_);
+  starts_ = &ops.Add({{"op", "start"}});
+  deletes_ = &ops.Add({{"op", "delete"}});
+  reschedules_ = &ops.Add({{"op", "reschedule"}});
+  expirations_ = &prometheus::BuildCounter()
+                      .Name("lawn_expirations_total")
+                      .Help("Expirations fired (each firing of a recurring timer counts)")
+                      .Register(*registry_)
+                      .Add({});
+  redeliveries_ = &prometheus::BuildCounter()
+                       .Name("lawn_redeliveries_total")
+                       .Help("Expirations delivered again after their ack timeout or their subscriber left")
+                       .Register(*registry_)
+                       .Add({});
+  syncs_ = &prometheus::BuildCounter()
+                .Name("lawn_storage_syncs_total")
+                .Help("Synced storage writes and explicit WAL syncs")
+                .Register(*registry_)
+                .Add({});
+  auto& requests = prometheus::BuildHistogram()
+                       .Name("lawn_request_duration_seconds")
+                       .Help("Time from receiving an RPC to answering it, by method")
+                       .Register(*registry_);
+  for (const char* name : kRpcNames) request_duration_.push_back(&requests.Add({{"method", name}}, kLatencyBuckets));
+  lateness_ = &prometheus::BuildHistogram()
+                   .Name("lawn_expiry_lateness_seconds")
+                   .Help("Time from a timer's deadline to handing its expiration to a subscriber (first attempt)")
+                   .Register(*registry_)
+                   .Add({}, kLatencyBuckets);
+  storage_write_ = &prometheus::BuildHistogram()
+                        .Name("lawn_storage_write_duration_seconds")
+                        .Help("Duration of one group-committed storage write (including fsync in sync mode)")
+                        .Register(*registry_)
+                        .Add({}, kLatencyBuckets);
+  recovery_ = &prometheus::BuildGauge()
+                   .Name("lawn_recovery_duration_seconds")
+                   .Help("How long the last start-up recovery took")
+                   .Register(*registry_)
+                   .Add({});
+  data_dir_bytes_ = &prometheus::BuildGauge()
+                         .Name("lawn_data_dir_bytes")
+                         .Help("Bytes of the files in the data directory")
+                         .Register(*registry_)
+                         .Add({});
+  outbox_family_ = &prometheus::BuildGauge()
+                        .Name("lawn_outbox_expirations")
+                        .Help("Fired expirations not yet acked (ready or in flight), by namespace")
+                        .Register(*registry_);
+  subscribers_family_ = &prometheus::BuildGauge()
+                             .Name("lawn_subscribers")
+                             .Help("Connected Subscribe streams (work-sharing and observers), by namespace")
+                             .Register(*registry_);
+}
+
+Metrics::~Metrics() = default;
+
+absl::Status Metrics::Serve(const std::string& listen) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen, 1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError("cannot serve metrics on " + listen +
+                                  " (config key metrics_listen, flag --metrics-listen): " + e.what());
+  }
+  exposer_->RegisterCollectable(registry_);
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? 0 : ports.front();
+  return absl::OkStatus();
+}
+
+prometheus::Gauge& Metrics::outbox(const std::string& ns) { return outbox_family_->Add({{"namespace", ns}}); }
+
+prometheus::Gauge& Metrics::subscribers(const std::string& ns) {
+  return subscribers_family_->Add({{"namespace", ns}});
+}
+
+}  // namespace lawn

@@ -1,0 +1,87 @@
+// Metrics: lawnd's Prometheus metrics and the /metrics HTTP endpoint (prometheus-cpp, on its own port).
+//
+// Hot paths do not touch these per operation: shard workers count locally and publish once per round, the
+// outbox and namespace gauges are refreshed by the runtime's background thread. Names are the contract of
+// deploy/grafana/lawn.json and the README's metrics reference.
+//
+// Thread-safety: prometheus-cpp metrics are thread-safe; the families are created once, at construction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace prometheus {
+class Exposer;
+}
+
+namespace lawn {
+
+// The RPCs timed by lawn_request_duration_seconds.
+enum class Rpc { kStartTimer, kStartTimers, kDeleteTimer, kRescheduleTimer, kGetTimer, kListTimers, kGetStats };
+
+class Metrics {
+ public:
+  explicit Metrics(uint32_t shards);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Serves /metrics on `listen` (host:port; port 0 picks one). UNAVAILABLE if it cannot bind.
+  absl::Status Serve(const std::string& listen);
+  // The port /metrics is served on (0 if not serving).
+  int port() const { return port_; }
+
+  // Per shard, set once per worker round.
+  prometheus::Gauge& pending_lawn(uint32_t shard) { return *shards_[shard].pending_lawn; }
+  prometheus::Gauge& pending_wheel(uint32_t shard) { return *shards_[shard].pending_wheel; }
+  prometheus::Gauge& lawn_buckets(uint32_t shard) { return *shards_[shard].buckets; }
+
+  prometheus::Counter& starts() { return *starts_; }
+  prometheus::Counter& deletes() { return *deletes_; }
+  prometheus::Counter& reschedules() { return *reschedules_; }
+  prometheus::Counter& expirations() { return *expirations_; }
+  prometheus::Counter& redeliveries() { return *redeliveries_; }
+  prometheus::Counter& storage_syncs() { return *syncs_; }
+  prometheus::Histogram& request_duration(Rpc rpc) { return *request_duration_[static_cast<size_t>(rpc)]; }
+  prometheus::Histogram& expiry_lateness() { return *lateness_; }
+  prometheus::Histogram& storage_write_duration() { return *storage_write_; }
+  prometheus::Gauge& recovery_duration() { return *recovery_; }
+  prometheus::Gauge& data_dir_bytes() { return *data_dir_bytes_; }
+  prometheus::Gauge& outbox(const std::string& ns);
+  prometheus::Gauge& subscribers(const std::string& ns);
+
+ private:
+  struct ShardGauges {
+    prometheus::Gauge* pending_lawn;
+    prometheus::Gauge* pending_wheel;
+    prometheus::Gauge* buckets;
+  };
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  std::vector<ShardGauges> shards_;
+  prometheus::Counter* starts_;
+  prometheus::Counter* deletes_;
+  prometheus::Counter* reschedules_;
+  prometheus::Counter* expirations_;
+  prometheus::Counter* redeliveries_;
+  prometheus::Counter* syncs_;
+  std::vector<prometheus::Histogram*> request_duration_;
+  prometheus::Histogram* lateness_;
+  prometheus::Histogram* storage_write_;
+  prometheus::Gauge* recovery_;
+  prometheus::Gauge* data_dir_bytes_;
+  prometheus::Family<prometheus::Gauge>* outbox_family_;
+  prometheus::Family<prometheus::Gauge>* subscribers_family_;
+};
+
+}  // namespace lawn

@@ -1,0 +1,206 @@
+// Subscription against FakeTimerService on a real gRPC server: delivery order, acks within the window, ack
+// batching, graceful and cancelling stops, manual acks, observe mode and stream errors.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/lawn_client.h"
+#include "gtest/gtest.h"
+#include "tests/client/fake_timer_service.h"
+
+namespace lawn {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct Received {
+  absl::Mutex mu;
+  std::vector<uint64_t> ids ABSL_GUARDED_BY(mu);
+
+  void Add(uint64_t id) {
+    absl::MutexLock lock(&mu);
+    ids.push_back(id);
+  }
+  std::vector<uint64_t> Await(size_t n) {
+    const auto enough = [&] {
+      mu.AssertReaderHeld();
+      return ids.size() >= n;
+    };
+    absl::MutexLock lock(&mu, absl::Condition(&enough));
+    return ids;
+  }
+};
+
+std::vector<uint64_t> Iota(uint64_t n) {
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 1; i <= n; ++i) ids.push_back(i);
+  return ids;
+}
+
+TEST(SubscriptionTest, DeliversInOrderAndAcksEverythingWithinTheWindow) {
+  FakeTimerService service;
+  service.expirations = 500;
+  service.window = 8;  // The fake stalls unless acks keep coming: a client sitting on acks would hang here.
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  Received received;
+  SubscribeOptions options;
+  options.max_in_flight = 8;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("work", options, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_TRUE(subscription->Wait().ok());  // The fake ends the stream once all 500 are acked.
+  EXPECT_EQ(received.Await(500), Iota(500));
+  EXPECT_EQ(service.acked(), Iota(500));
+  EXPECT_LE(service.ack_messages(), 500);
+  EXPECT_EQ(service.open().namespace_(), "work");
+  EXPECT_EQ(service.open().max_in_flight(), 8u);
+  EXPECT_FALSE(service.open().observe());
+}
+
+TEST(SubscriptionTest, BatchesAcksThatPileUpWhileTheCallbackRuns) {
+  FakeTimerService service;
+  service.expirations = 40;
+  service.window = 40;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  SubscribeOptions options;
+  options.max_in_flight = 40;
+  absl::Mutex gate_mu;
+  bool open_gate = false;
+  Received received;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("default", options, [&](const v1::Expiration& e) {
+        // The first callback waits until all 40 have arrived, so the rest are queued behind it.
+        if (e.delivery_id() == 1) {
+          absl::MutexLock lock(&gate_mu, absl::Condition(&open_gate));
+        }
+        received.Add(e.delivery_id());
+      });
+  // Nothing is acked before the callback returns; then the 40 acks go out in a few messages, not 40.
+  service.AwaitSent(40);
+  // The client's reader queues what was sent without waiting for the callback, but nothing observable says it
+  // has; a short pause lets it catch up so the batch sizes below are deterministic.
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(service.ack_messages(), 0);
+  {
+    absl::MutexLock lock(&gate_mu);
+    open_gate = true;
+  }
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.acked(), Iota(40));
+  EXPECT_LE(service.ack_messages(),
+            4);  // Batches of up to max_in_flight / 2; exactly 2 when all were queued.
+}
+
+TEST(SubscriptionTest, StopFromTheCallbackAcksOnlyWhatWasDelivered) {
+  FakeTimerService service;
+  service.expirations = 20;
+  service.window = 20;
+  service.end = StreamEnd::kOnHalfClose;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  absl::Mutex mu;
+  Subscription* self = nullptr;  // Guarded by mu.
+  Received received;
+  std::unique_ptr<Subscription> subscription = client->Subscribe("default", {}, [&](const v1::Expiration& e) {
+    received.Add(e.delivery_id());
+    if (e.delivery_id() == 3) {
+      absl::MutexLock lock(&mu, absl::Condition(
+                                    +[](Subscription** s) { return *s != nullptr; }, &self));
+      self->Stop();
+    }
+  });
+  {
+    absl::MutexLock lock(&mu);
+    self = subscription.get();
+  }
+  EXPECT_TRUE(subscription->Wait().ok());  // Graceful: half-close, and the fake returns OK.
+  EXPECT_EQ(received.Await(3), Iota(3));
+  EXPECT_EQ(service.acked(), Iota(3));
+}
+
+TEST(SubscriptionTest, StopFromAnotherThreadEndsGracefully) {
+  FakeTimerService service;
+  service.expirations = 5;
+  service.end = StreamEnd::kOnHalfClose;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  Received received;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("default", {}, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_EQ(received.Await(5), Iota(5));
+  subscription->Stop();
+  subscription->Stop();  // Idempotent.
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.acked(), Iota(5));
+  EXPECT_EQ(subscription->WaitFor(milliseconds(0)), absl::OkStatus());
+}
+
+TEST(SubscriptionTest, ManualAcksAreSentWhenAutoAckIsOff) {
+  FakeTimerService service;
+  service.expirations = 3;
+  service.window = 3;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  SubscribeOptions options;
+  options.auto_ack = false;
+  Received received;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("default", options, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_EQ(received.Await(3), Iota(3));
+  EXPECT_EQ(subscription->WaitFor(milliseconds(100)), std::nullopt);  // Waits for acks that never came.
+  EXPECT_TRUE(service.acked().empty());
+  for (uint64_t id : Iota(3)) subscription->Ack(id);
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.acked(), Iota(3));
+}
+
+TEST(SubscriptionTest, ObserveSendsNoAcks) {
+  FakeTimerService service;
+  service.expirations = 10;
+  service.end = StreamEnd::kOnHalfClose;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  SubscribeOptions options;
+  options.observe = true;
+  Received received;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("default", options, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_EQ(received.Await(10), Iota(10));
+  subscription->Ack(1);  // Ignored in observe mode.
+  subscription->Stop();
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_TRUE(service.open().observe());
+  EXPECT_TRUE(service.acked().empty());
+  EXPECT_EQ(service.ack_messages(), 0);
+}
+
+TEST(SubscriptionTest, ServerRefusalEndsTheStreamWithItsStatus) {
+  FakeTimerService service;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  int calls = 0;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("bad", {}, [&](const v1::Expiration&) { ++calls; });
+  const absl::Status status = subscription->Wait();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "namespace: \"bad\" is bad");
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(SubscriptionTest, DestructorStopsARunningStream) {
+  FakeTimerService service;
+  service.end = StreamEnd::kOnHalfClose;  // Sends nothing and never ends on its own.
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  auto subscription = client->Subscribe("default", {}, [](const v1::Expiration&) {});
+  EXPECT_EQ(subscription->WaitFor(milliseconds(50)), std::nullopt);
+  subscription.reset();  // Must not hang or leak a thread.
+}
+
+}  // namespace
+}  // namespace lawn

@@ -1,0 +1,111 @@
+// Shared helpers of the deploy checks: a tiny assertion collector, the kustomize render, YAML loading,
+// duration and quantity parsing, and lookups in the rendered objects.
+//
+// Node packages come from NODE_PATH (set by CTest to the build tree's node_modules, see CMakeLists.txt).
+'use strict';
+
+const childProcess = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+function requirePackage(name) {
+  try {
+    return require(name);
+  } catch (e) {
+    console.error(`cannot load the npm package '${name}' (${e.code || e.message}); the CTest fixture ` +
+                  `deploy.npm_install installs it (tests/deploy/npm_install.sh), or set NODE_PATH`);
+    process.exit(1);
+  }
+}
+
+// Collects failed expectations so one run reports all of them; `done()` exits non-zero if any failed.
+class Checker {
+  constructor(name) {
+    this.name = name;
+    this.failures = [];
+    this.passed = 0;
+  }
+  expect(ok, message) {
+    if (ok) {
+      this.passed++;
+    } else {
+      this.failures.push(message);
+      console.error(`FAIL ${message}`);
+    }
+    return ok;
+  }
+  fail(message) {
+    return this.expect(false, message);
+  }
+  done() {
+    if (this.failures.length > 0) {
+      console.error(`${this.name}: ${this.failures.length} failed, ${this.passed} passed`);
+      process.exit(1);
+    }
+    console.log(`${this.name}: all ${this.passed} checks passed`);
+  }
+}
+
+// The objects of `kubectl kustomize DIR`, as plain JS values.
+function renderKustomize(kubectl, dir) {
+  const result = childProcess.spawnSync(kubectl, ['kustomize', dir], {encoding: 'utf8'});
+  if (result.error) {
+    const hint = result.error.code === 'ENOENT' ? ' (install kubectl v1.14+, which bundles kustomize)' : '';
+    throw new Error(`cannot run ${kubectl}: ${result.error.message}${hint}`);
+  }
+  if (result.status !== 0) throw new Error(`kubectl kustomize ${dir} failed:\n${result.stderr}`);
+  const YAML = requirePackage('yaml');
+  const docs = YAML.parseAllDocuments(result.stdout);
+  for (const doc of docs) {
+    if (doc.errors.length > 0) throw new Error(`kubectl kustomize produced bad YAML: ${doc.errors[0].message}`);
+  }
+  return docs.map((d) => d.toJS()).filter((o) => o !== null);
+}
+
+function parseYaml(text, what) {
+  const YAML = requirePackage('yaml');
+  const doc = YAML.parseDocument(text, {uniqueKeys: true});
+  if (doc.errors.length > 0) throw new Error(`${what}: ${doc.errors[0].message}`);
+  return doc.toJS();
+}
+
+// lawnd's duration syntax (config/REFERENCE.md): a number with a unit ns, us, ms, s, m, h. Seconds.
+function parseDurationSeconds(text) {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)$/.exec(String(text).trim());
+  if (!m) throw new Error(`not a lawnd duration: '${text}'`);
+  const unit = {ns: 1e-9, us: 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600}[m[2]];
+  return Number(m[1]) * unit;
+}
+
+// A Kubernetes CPU quantity ("2", "500m", 1.5) in cores.
+function parseCpu(quantity) {
+  const text = String(quantity);
+  if (/^[0-9]+m$/.test(text)) return Number(text.slice(0, -1)) / 1000;
+  if (/^[0-9]+(\.[0-9]+)?$/.test(text)) return Number(text);
+  throw new Error(`not a CPU quantity: '${text}'`);
+}
+
+function findOne(objects, kind, predicate = () => true) {
+  const found = objects.filter((o) => o.kind === kind && predicate(o));
+  if (found.length !== 1) throw new Error(`expected exactly one ${kind}, found ${found.length}`);
+  return found[0];
+}
+
+// True if every key=value of `selector` (a Service selector or matchLabels) is in `labels`.
+function selects(selector, labels) {
+  const entries = Object.entries(selector || {});
+  return entries.length > 0 && entries.every(([k, v]) => labels && labels[k] === v);
+}
+
+function readText(file) {
+  return fs.readFileSync(file, 'utf8');
+}
+
+function repoPath(repo, ...parts) {
+  return path.join(repo, ...parts);
+}
+
+module.exports = {
+  Checker, findOne, parseCpu, parseDurationSeconds, parseYaml, readText, renderKustomize, repoPath,
+  requirePackage, selects,
+};

@@ -1,0 +1,216 @@
+// Durability with the real lawnd and RocksDB: restarts after kill -9 keep pending timers and undelivered
+// expirations, downtime fires late timers at once, and the free-space guard refuses writes on a full disk
+// without losing anything acknowledged.
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/integration/lawnd_process.h"
+#include "tests/integration/test_client.h"
+
+namespace lawn::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool WaitFor(const std::function<bool()>& pred, milliseconds timeout = milliseconds(15000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+v1::GetStatsResponse Stats(v1::TimerService::Stub& stub) {
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse resp;
+  EXPECT_TRUE(stub.GetStats(&ctx, v1::GetStatsRequest(), &resp).ok());
+  return resp;
+}
+
+grpc::Status Get(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id, v1::Timer* out) {
+  grpc::ClientContext ctx;
+  v1::GetTimerRequest r;
+  r.set_namespace_(ns);
+  r.set_id(id);
+  v1::GetTimerResponse resp;
+  grpc::Status s = stub.GetTimer(&ctx, r, &resp);
+  *out = resp.timer();
+  return s;
+}
+
+TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data");
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  std::vector<v1::Timer> started;
+  for (int i = 0; i < 200; ++i) {
+    v1::StartTimerRequest r = TtlRequest("keep", "t" + std::to_string(i), milliseconds(3'600'000), "p" + std::to_string(i));
+    if (i % 3 == 0) r.mutable_interval()->set_seconds(60);
+    v1::Timer t;
+    ASSERT_TRUE(Call(*stub, r, &t).ok());
+    started.push_back(t);
+  }
+  lawnd.Kill();
+  lawnd.Start();
+  stub = lawnd.stub();
+  for (const v1::Timer& want : started) {
+    v1::Timer got;
+    ASSERT_TRUE(Get(*stub, "keep", want.id(), &got).ok()) << want.id();
+    EXPECT_EQ(got.payload(), want.payload());
+    EXPECT_EQ(ToNs(got.deadline()), ToNs(want.deadline()));
+    EXPECT_EQ(got.interval().seconds(), want.interval().seconds());
+    EXPECT_EQ(got.ttl().seconds(), want.ttl().seconds());
+  }
+  EXPECT_EQ(Stats(*stub).pending_timers(), 200u);
+  EXPECT_NE(lawnd.Log().find("recovery done: 200 timers"), std::string::npos);
+}
+
+TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data");
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  ASSERT_TRUE(StartTtl(*stub, "out", "fired", milliseconds(50), nullptr, "keep me").ok());
+  ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
+  lawnd.Kill();
+  lawnd.Start();
+  stub = lawnd.stub();
+  EXPECT_EQ(Stats(*stub).outbox(), 1u);
+  TestSubscriber sub(*stub, "out");
+  std::optional<v1::Expiration> e = sub.Next(milliseconds(5000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->timer().id(), "fired");
+  EXPECT_EQ(e->timer().payload(), "keep me");
+  sub.Ack(e->delivery_id());
+  ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 0; }));
+  // The ack is persisted: after another restart nothing is redelivered.
+  sub.Close();
+  lawnd.Stop(SIGTERM);
+  lawnd.Start();
+  stub = lawnd.stub();
+  EXPECT_EQ(Stats(*stub).outbox(), 0u);
+}
+
+TEST(DurabilityTest, TimersDueDuringDowntimeFireAtOnceMarkedLate) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data");
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  std::set<std::string> ids;
+  v1::StartTimersRequest batch;
+  for (int i = 0; i < 20; ++i) {
+    const std::string id = "down" + std::to_string(i);
+    *batch.add_timers() = TtlRequest("down", id, milliseconds(1500 + 10 * i));
+    ids.insert(id);
+  }
+  grpc::ClientContext ctx;
+  v1::StartTimersResponse resp;
+  ASSERT_TRUE(stub->StartTimers(&ctx, batch, &resp).ok());
+  int64_t last_deadline = 0;
+  for (const auto& r : resp.results()) {
+    ASSERT_EQ(r.code(), 0);
+    last_deadline = std::max(last_deadline, ToNs(r.timer().deadline()));
+  }
+  ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
+  ASSERT_LT(WallNowNs(), last_deadline - 1'000'000'000LL) << "too slow to stop before the deadlines";
+  // Downtime: every deadline passes, by more than the 1 s lateness mark, while lawnd is not running.
+  while (WallNowNs() < last_deadline + 1'500'000'000LL) std::this_thread::sleep_for(milliseconds(50));
+  lawnd.Start();
+  stub = lawnd.stub();
+  TestSubscriber sub(*stub, "down");
+  std::set<std::string> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.size() < ids.size() && std::chrono::steady_clock::now() < until) {
+    std::optional<v1::Expiration> e = sub.Next(milliseconds(500));
+    if (!e) continue;
+    EXPECT_TRUE(e->late()) << e->timer().id() << " fired " << (ToNs(e->fired_at()) - ToNs(e->timer().deadline())) / 1e6 << " ms late";
+    EXPECT_GE(ToNs(e->fired_at()), ToNs(e->timer().deadline()));
+    got.insert(e->timer().id());
+    sub.Ack(e->delivery_id());
+  }
+  EXPECT_EQ(got, ids);
+}
+
+TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data");
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  v1::StartTimersRequest batch;
+  for (int i = 0; i < 5000; ++i) *batch.add_timers() = TtlRequest("rec", "t" + std::to_string(i), milliseconds(3'600'000));
+  grpc::ClientContext ctx;
+  v1::StartTimersResponse resp;
+  ASSERT_TRUE(stub->StartTimers(&ctx, batch, &resp).ok());
+  lawnd.Kill();
+  lawnd.StartNoWait();
+  // Whatever the timing, a SERVING answer implies every timer is back.
+  ASSERT_TRUE(lawnd.WaitServing(std::chrono::seconds(30)));
+  stub = lawnd.stub();
+  EXPECT_EQ(Stats(*stub).pending_timers(), 5000u);
+}
+
+// A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with
+// RESOURCE_EXHAUSTED before RocksDB could hit ENOSPC (the guard keeps min_free_disk_bytes plus 32 MiB of
+// round headroom free); lawnd stays up; after the disk grows, writes work and
+// every acknowledged timer is still there, also after a restart.
+TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir dir;
+  const std::string mnt = dir.path() + "/small";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string config = dir.path() + "/lawn.yaml";
+  FILE* f = fopen(config.c_str(), "w");
+  fputs("min_free_disk_bytes: 8MiB\n", f);
+  fclose(f);
+  LawndProcess lawnd(mnt + "/data", {"--config", config});
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  std::vector<std::string> acked;
+  grpc::Status refused;
+  // Incompressible payloads: the disk must really fill (RocksDB compresses SSTs).
+  std::mt19937_64 rng(1);
+  std::string payload(60'000, '\0');
+  for (int i = 0; i < 5000; ++i) {
+    for (char& c : payload) c = static_cast<char>(rng());
+    const std::string id = "big" + std::to_string(i);
+    grpc::Status s = StartTtl(*stub, "full", id, milliseconds(3'600'000), nullptr, payload);
+    if (s.ok()) {
+      acked.push_back(id);
+    } else {
+      refused = s;
+      break;
+    }
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("min_free_disk_bytes"), std::string::npos) << refused.error_message();
+  ASSERT_GT(acked.size(), 10u);
+  // Still alive and answering reads.
+  v1::Timer t;
+  EXPECT_TRUE(Get(*stub, "full", acked.front(), &t).ok());
+  // Space returns.
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
+  ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub, "full", "after", milliseconds(3'600'000)).ok(); }));
+  for (const std::string& id : acked) ASSERT_TRUE(Get(*stub, "full", id, &t).ok()) << id;
+  lawnd.Kill();
+  lawnd.Start();
+  stub = lawnd.stub();
+  for (const std::string& id : acked) ASSERT_TRUE(Get(*stub, "full", id, &t).ok()) << id;
+  EXPECT_TRUE(Get(*stub, "full", "after", &t).ok());
+}
+
+}  // namespace
+}  // namespace lawn::testing
