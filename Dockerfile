@@ -51,9 +51,8 @@ RUN apt-get update \
         libcivetweb1 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
- && groupadd --system --gid 10001 lawn \
- && useradd --system --uid 10001 --gid lawn --home-dir /var/lib/lawn --no-create-home \
-        --shell /usr/sbin/nologin lawn \
+ && groupadd --gid 10001 lawn \
+ && useradd --uid 10001 --gid lawn --home-dir /var/lib/lawn --no-create-home --shell /usr/sbin/nologin lawn \
  && install -d -o lawn -g lawn -m 0750 /var/lib/lawn \
  && install -d -m 0755 /etc/lawn
 COPY --from=build /out/lawnd /out/lawnctl /usr/local/bin/

@@ -20,6 +20,7 @@ constexpr CommandSpec kCommands[] = {
     {"get", CliCommand::kGet, true},        {"reschedule", CliCommand::kReschedule, true},
     {"list", CliCommand::kList, false},     {"subscribe", CliCommand::kSubscribe, false},
     {"health", CliCommand::kHealth, false}, {"stats", CliCommand::kStats, false},
+    {"checkpoint", CliCommand::kCheckpoint, true},
 };
 
 constexpr unsigned Bit(CliCommand c) { return 1u << static_cast<unsigned>(c); }
@@ -294,6 +295,9 @@ Commands:
       Print SERVING or NOT_SERVING (exit 0 only when SERVING).
   stats
       Print totals, shards and namespaces.
+  checkpoint <name>
+      Back up the store: lawnd writes a consistent copy to <data_dir>/checkpoints/<name> (name: 1..64 of
+      [a-z0-9._-]) and prints its path. Restore by starting lawnd with --data-dir pointing at a copy of it.
 
 Global flags (before or after the command):
   --addr HOST:PORT   lawnd's address (default: $LAWN_ADDR, else 127.0.0.1:7070)

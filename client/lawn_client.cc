@@ -149,6 +149,19 @@ absl::StatusOr<v1::GetStatsResponse> LawnClient::GetStats() {
   return response;
 }
 
+absl::StatusOr<std::string> LawnClient::CreateCheckpoint(const std::string& name) {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::CreateCheckpointRequest request;
+  request.set_name(name);
+  v1::CreateCheckpointResponse response;
+  if (grpc::Status s = v1::AdminService::NewStub(channel_)->CreateCheckpoint(&context, request, &response);
+      !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return response.path();
+}
+
 absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);

@@ -86,6 +86,8 @@ class LawnClient {
 
   // Operator statistics: totals, per shard, per namespace.
   absl::StatusOr<v1::GetStatsResponse> GetStats();
+  // lawn.v1.AdminService.CreateCheckpoint: returns the checkpoint's path on lawnd's file system.
+  absl::StatusOr<std::string> CreateCheckpoint(const std::string& name);
 
   // grpc.health.v1.Health/Check of `service` ("" = the whole server; lawnd also answers for
   // "lawn.v1.TimerService"). NOT_FOUND for a service lawnd does not know.

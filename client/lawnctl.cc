@@ -189,6 +189,13 @@ int Run(const CliArgs& args, const sigset_t& stop_signals) {
       return Health(args, *client);
     case CliCommand::kStats:
       return Stats(args, *client);
+    case CliCommand::kCheckpoint: {
+      absl::StatusOr<std::string> path = client->CreateCheckpoint(args.id);
+      if (!path.ok()) return Fail(path.status());
+      v1::CreateCheckpointResponse response;
+      response.set_path(*path);
+      return Print(args, response, "checkpoint written to " + *path);
+    }
     case CliCommand::kHelp:
       break;
   }

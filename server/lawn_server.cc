@@ -5,6 +5,7 @@
 
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/admin_service.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/timer_service.h"
@@ -34,12 +35,14 @@ LawnServer::~LawnServer() {
 
 absl::Status LawnServer::Start() {
   std::unique_ptr<TimerStore> store;
+  RocksDbTimerStore* rocksdb = nullptr;
   if (options_.durability != Durability::kMemory) {
     RocksDbStoreOptions store_options;
     store_options.path = options_.data_dir;
     store_options.min_free_disk_bytes = options_.min_free_disk_bytes;
     absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened = RocksDbTimerStore::Open(store_options);
     if (!opened.ok()) return opened.status();
+    rocksdb = opened->get();
     store = std::move(*opened);
   }
   metrics_ = std::make_unique<Metrics>(options_.shards);
@@ -51,12 +54,14 @@ absl::Status LawnServer::Start() {
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
   service_ = std::make_unique<TimerServiceImpl>(*runtime_);
+  admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir);
   grpc::EnableDefaultHealthCheckService(true);
   // Linking alone can be dropped by --as-needed; the explicit call keeps reflection registered.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
+  builder.RegisterService(admin_.get());
   // A request larger than this is refused by gRPC with RESOURCE_EXHAUSTED before it is buffered whole.
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   server_ = builder.BuildAndStart();
@@ -94,6 +99,7 @@ void LawnServer::Drain() {
   service_->CloseStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is shutting down; reconnect"));
   if (!service_->WaitIdle(deadline)) spdlog::warn("drain: calls still in flight at shutdown_timeout; cancelling");
   // Nothing of ours is in flight now: shut down at once rather than wait for idle clients to hang up.
+  admin_->Drain();
   server_->Shutdown(std::chrono::system_clock::now());
   runtime_->Stop();
   server_.reset();

@@ -17,6 +17,7 @@
 
 namespace lawn {
 
+class AdminServiceImpl;
 class Metrics;
 class Runtime;
 class TimerServiceImpl;
@@ -44,6 +45,7 @@ class LawnServer {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<TimerServiceImpl> service_;
+  std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::atomic<bool> draining_{false};

@@ -236,16 +236,26 @@ void Runtime::NotifyHealth() {
 }
 
 void Runtime::UpdateMetrics(bool with_disk) {
-  if (metrics_ == nullptr) return;
   for (NamespaceState* ns : namespaces_.All()) {
     const OutboxCounters c = ns->outbox.Counters();
+    // Slow subscribers: expirations waiting while every connected subscriber is full, second after second.
+    SlowWatch& watch = slow_[ns->name()];
+    const bool backlog = c.subscribers > 0 && c.ready > 0 && c.ready >= watch.last_ready;
+    watch.seconds = backlog ? watch.seconds + 1 : 0;
+    watch.last_ready = c.ready;
+    if (watch.seconds >= 10 && watch.seconds % 10 == 0) {
+      spdlog::warn("namespace '{}': {} expirations waiting for {} s while {} subscribers are at max_in_flight; "
+                   "subscribers are slower than the expiry rate",
+                   ns->name(), c.ready, watch.seconds, c.subscribers);
+    }
+    if (metrics_ == nullptr) continue;
     metrics_->outbox(ns->name()).Set(static_cast<double>(c.ready + c.in_flight));
     metrics_->subscribers(ns->name()).Set(static_cast<double>(c.subscribers + c.observers));
     uint64_t& seen = redeliveries_seen_[ns->name()];
     if (c.redeliveries > seen) metrics_->redeliveries().Increment(static_cast<double>(c.redeliveries - seen));
     seen = c.redeliveries;
   }
-  if (with_disk && store_ != nullptr) {
+  if (with_disk && store_ != nullptr && metrics_ != nullptr) {
     absl::StatusOr<uint64_t> bytes = store_->DataBytes();
     if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));
   }

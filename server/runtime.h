@@ -112,6 +112,11 @@ class Runtime {
   std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
 
   absl::flat_hash_map<std::string, uint64_t> redeliveries_seen_;  // Background thread only.
+  struct SlowWatch {
+    uint64_t last_ready = 0;
+    uint64_t seconds = 0;  // Consecutive seconds with a backlog that did not shrink.
+  };
+  absl::flat_hash_map<std::string, SlowWatch> slow_;  // Background thread only.
   std::thread recovery_thread_;
   std::thread background_thread_;
   std::mutex stop_mu_;

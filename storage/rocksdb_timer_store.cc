@@ -452,6 +452,11 @@ absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
   std::filesystem::recursive_directory_iterator it(rep_->path, ec);
   for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code file_ec;
+    // Checkpoints (backups) live in <data dir>/checkpoints and share files by hard link: not the store's size.
+    if (it.depth() == 0 && it->path().filename() == kCheckpointsDir && it->is_directory(file_ec)) {
+      it.disable_recursion_pending();
+      continue;
+    }
     if (!it->is_regular_file(file_ec)) continue;
     const uintmax_t size = it->file_size(file_ec);
     if (!file_ec) total += size;  // A file deleted meanwhile by compaction simply does not count.

@@ -50,6 +50,8 @@ class RocksDbTimerStore final : public TimerStore {
 
   // The storage format version this build reads and writes (meta key "format_version").
   static constexpr int kFormatVersion = 1;
+  // Subdirectory of the data dir where lawnd puts checkpoints (excluded from DataBytes).
+  static constexpr char kCheckpointsDir[] = "checkpoints";
 
   // Closes the database after syncing the WAL, so that kNoSync writes acknowledged before a clean shutdown
   // survive a later power cut. Waits for running background compactions to stop.

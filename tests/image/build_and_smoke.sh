@@ -46,8 +46,9 @@ if [ -z "$lawnctl" ]; then
     if [ -x "$candidate" ]; then lawnctl=$candidate; break; fi
   done
 fi
-[ -n "$lawnctl" ] && [ -x "$lawnctl" ] ||
+if [ -z "$lawnctl" ] || [ ! -x "$lawnctl" ]; then
   die "no host lawnctl: build it (cmake --build build --target lawnctl) or set LAWNCTL=/path/to/lawnctl"
+fi
 
 missing=()
 command -v mmdebstrap > /dev/null || missing+=(mmdebstrap)
@@ -106,7 +107,7 @@ build_start=$(date +%s)
 bah bud --isolation chroot --pull=never --layers --build-arg JOBS="$jobs" -t "$tag" -f "$repo/Dockerfile" "$repo"
 log "image built in $(( $(date +%s) - build_start )) s"
 
-config_json=$(bah inspect --type image --format '{{json .OCIv1.Config}}' "$tag")
+inspect_json=$(bah inspect --type image "$tag")
 entrypoint=()
 user=""
 stop_signal=""
@@ -116,14 +117,16 @@ stop_signal=""
   while IFS= read -r word; do entrypoint+=("$word"); done
 } < <(python3 -c '
 import json, sys
-c = json.loads(sys.argv[1])
+c = json.loads(sys.argv[1])["OCIv1"]["config"]
 print(c.get("User", ""))
 print(c.get("StopSignal", ""))
 for w in c.get("Entrypoint") or []:
     print(w)
-' "$config_json")
+' "$inspect_json")
 log "image config: User=$user StopSignal=$stop_signal Entrypoint=${entrypoint[*]}"
-[ -n "$user" ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ] || die "image runs as root (User='$user')"
+case "${user%%:*}" in
+  "" | 0 | root) die "image runs as root (User='$user')" ;;
+esac
 [ "$stop_signal" = SIGTERM ] || die "image StopSignal is '$stop_signal', want SIGTERM"
 [ ${#entrypoint[@]} -gt 0 ] || die "image has no ENTRYPOINT"
 
@@ -139,13 +142,14 @@ cleanup() {
 trap cleanup EXIT
 size=$(du -sh "$mnt" | cut -f1)
 log "image root filesystem: $size"
-[ ! -e "$mnt/usr/bin/g++" ] && [ ! -e "$mnt/usr/bin/cmake" ] || die "the runtime image contains a compiler"
+if [ -e "$mnt/usr/bin/g++" ] || [ -e "$mnt/usr/bin/cmake" ]; then die "the runtime image contains a compiler"; fi
 
 run_log=$work/lawnd.log
 # Starts the entrypoint (plus loopback/port-0 overrides) chrooted as the image's user, in a private mount
 # namespace holding /dev and /proc; unshare and chroot exec, so $! is lawnd's own PID.
 start_lawnd() {
   : > "$run_log"
+  # shellcheck disable=SC2016  # $1, $mnt and $user expand in the inner sh.
   unshare --mount --propagation private -- sh -c '
     mnt=$1; shift; user=$1; shift
     mount --rbind /dev "$mnt/dev" && mount -t proc proc "$mnt/proc" || exit 97
@@ -154,15 +158,14 @@ start_lawnd() {
     > "$run_log" 2>&1 &
   lawnd_pid=$!
   port=""
-  local i
-  for i in $(seq 1 300); do  # 30 s for the "listening" line
+  for _ in $(seq 1 300); do  # 30 s for the "listening" line
     port=$(sed -n 's/.*lawnd listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$run_log" | head -n1)
     [ -z "$port" ] || break
     kill -0 "$lawnd_pid" 2> /dev/null || { cat "$run_log" >&2; die "lawnd exited at start"; }
     sleep 0.1
   done
   [ -n "$port" ] || { cat "$run_log" >&2; die "lawnd did not log its port within 30 s"; }
-  for i in $(seq 1 300); do  # 30 s for recovery: SERVING
+  for _ in $(seq 1 300); do  # 30 s for recovery: SERVING
     if "$lawnctl" --addr "127.0.0.1:$port" --timeout 2s health > /dev/null 2>&1; then break; fi
     sleep 0.1
   done

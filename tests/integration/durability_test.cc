@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <set>
@@ -156,6 +157,39 @@ TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
   ASSERT_TRUE(lawnd.WaitServing(std::chrono::seconds(30)));
   stub = lawnd.stub();
   EXPECT_EQ(Stats(*stub).pending_timers(), 5000u);
+}
+
+TEST(DurabilityTest, CheckpointIsARestorableBackup) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data");
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(StartTtl(*stub, "bk", "t" + std::to_string(i), milliseconds(3'600'000)).ok());
+  auto admin = v1::AdminService::NewStub(lawnd.channel());
+  grpc::ClientContext ctx;
+  v1::CreateCheckpointRequest req;
+  req.set_name("nightly");
+  v1::CreateCheckpointResponse resp;
+  ASSERT_TRUE(admin->CreateCheckpoint(&ctx, req, &resp).ok());
+  EXPECT_NE(resp.path().find("checkpoints/nightly"), std::string::npos) << resp.path();
+  grpc::ClientContext again;
+  EXPECT_EQ(admin->CreateCheckpoint(&again, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  grpc::ClientContext bad;
+  req.set_name("../escape");
+  EXPECT_EQ(admin->CreateCheckpoint(&bad, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Changes after the checkpoint are not in it.
+  ASSERT_TRUE(StartTtl(*stub, "bk", "later", milliseconds(3'600'000)).ok());
+  ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
+  // Restore: a lawnd on (a copy of) the checkpoint has exactly the timers of that moment.
+  const std::string restored = dir.path() + "/restored";
+  std::filesystem::copy(dir.path() + "/data/checkpoints/nightly", restored);
+  LawndProcess from_backup(restored);
+  from_backup.Start();
+  stub = from_backup.stub();
+  EXPECT_EQ(Stats(*stub).pending_timers(), 50u);
+  v1::Timer t;
+  EXPECT_TRUE(Get(*stub, "bk", "t7", &t).ok());
+  EXPECT_EQ(Get(*stub, "bk", "later", &t).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with
