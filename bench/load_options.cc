@@ -74,6 +74,16 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
     return ParseUint(name, value, 0, UINT64_MAX, &o->seed);
   } else if (name == "payload-bytes") {
     return ParseUint32(name, value, 0, 1 << 20, &o->payload_bytes);
+  } else if (name == "api") {
+    if (value == "cq") {
+      o->callback_api = false;
+    } else if (value == "callback") {
+      o->callback_api = true;
+    } else {
+      return Bad(name, value, "cq or callback");
+    }
+  } else if (name == "client-threads") {
+    return ParseUint32(name, value, 1, 64, &o->client_threads);
   } else if (name == "server-pid") {
     return ParseUint32(name, value, 0, UINT32_MAX, &o->server_pid);
   } else if (name == "pending") {
@@ -144,6 +154,9 @@ const char* LoadUsage() {
 
   --server-pid PID adds the CPU seconds lawnd used during the run (from /proc/PID/stat), and CPU
   microseconds per timer of lawnd and of lawn_load itself, to the summary.
+
+  --api cq|callback: completion queues drained by --client-threads (2) threads of lawn_load's own (default),
+  or gRPC's callback API.
 
   Other flags: --namespace NAME, --seed N, --payload-bytes N, --preload-batch 1000, --grace 10s.
 )";

@@ -44,6 +44,10 @@ struct LoadOptions {
   uint64_t seed = 0;
   // Payload bytes per timer. Default 0.
   uint32_t payload_bytes = 0;
+  // How unary/batch calls complete: "cq" (completion queues drained by `client_threads` threads of our own)
+  // or "callback" (gRPC's callback API and its threads). Default "cq", 2 threads.
+  bool callback_api = false;
+  uint32_t client_threads = 2;
   // lawnd's process id, to report the CPU time it used during the run (/proc/PID/stat); 0 = don't.
   uint32_t server_pid = 0;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "bench/load_report.h"
@@ -21,11 +22,16 @@ class StartLoad {
         total_calls_((config.count + per_call_ - 1) / per_call_) {}
 
   StartLoadResult Run() {
+    const uint32_t cq_count = config_.completion_queue ? std::max<uint32_t>(1, config_.cq_threads) : 0;
+    for (uint32_t i = 0; i < cq_count; ++i) cqs_.push_back(std::make_unique<grpc::CompletionQueue>());
     slots_.resize(config_.concurrency);
     for (uint32_t i = 0; i < config_.concurrency; ++i) {
       slots_[i] = std::make_unique<Slot>(config_.seed * 1'000'003 + i);
       Prepare(*slots_[i], config_.stubs[i % config_.stubs.size()]);
+      if (cq_count > 0) slots_[i]->cq = cqs_[i % cq_count].get();
     }
+    std::vector<std::thread> pollers;
+    for (auto& cq : cqs_) pollers.emplace_back([this, cq = cq.get()] { Poll(cq); });
     start_ = Clock::now();
     stop_at_ = start_ + config_.duration;
     {
@@ -33,8 +39,13 @@ class StartLoad {
       active_ = config_.concurrency;
     }
     for (auto& slot : slots_) Next(*slot);
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](uint32_t* active) { return *active == 0; }, &active_));
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(+[](uint32_t* active) { return *active == 0; }, &active_));
+    }
+    // Every slot has retired, so no call is pending on any queue.
+    for (auto& cq : cqs_) cq->Shutdown();
+    for (auto& poller : pollers) poller.join();
     return Collect();
   }
 
@@ -43,7 +54,11 @@ class StartLoad {
     explicit Slot(uint64_t seed) : rng(seed) {}
     Rng rng;
     v1::TimerService::Stub* stub = nullptr;
+    grpc::CompletionQueue* cq = nullptr;  // Null: callback API.
     std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartTimerResponse>> unary_reader;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartTimersResponse>> batch_reader;
+    grpc::Status status;  // Filled by the completion queue.
     v1::StartTimerRequest unary_request;
     v1::StartTimerResponse unary_response;
     v1::StartTimersRequest batch_request;
@@ -81,6 +96,16 @@ class StartLoad {
     return static_cast<uint32_t>(std::min<uint64_t>(per_call_, config_.count - call * per_call_));
   }
 
+  // Runs the completions of one queue until it is shut down and drained.
+  void Poll(grpc::CompletionQueue* cq) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq->Next(&tag, &ok)) {
+      Slot* slot = static_cast<Slot*>(tag);
+      OnDone(*slot, slot->status);
+    }
+  }
+
   // Issues the slot's next call, or retires the slot.
   void Next(Slot& slot) {
     const uint32_t timers = Claim();
@@ -96,7 +121,12 @@ class StartLoad {
       slot.rng.FillId(slot.unary_request.mutable_id());
       slot.unary_response.Clear();
       slot.sent = Clock::now();
-      slot.stub->async()->StartTimer(slot.context.get(), &slot.unary_request, &slot.unary_response, done);
+      if (slot.cq != nullptr) {
+        slot.unary_reader = slot.stub->AsyncStartTimer(slot.context.get(), slot.unary_request, slot.cq);
+        slot.unary_reader->Finish(&slot.unary_response, &slot.status, &slot);
+      } else {
+        slot.stub->async()->StartTimer(slot.context.get(), &slot.unary_request, &slot.unary_response, done);
+      }
       return;
     }
     auto* items = slot.batch_request.mutable_timers();
@@ -104,7 +134,12 @@ class StartLoad {
     for (auto& item : *items) slot.rng.FillId(item.mutable_id());
     slot.batch_response.Clear();
     slot.sent = Clock::now();
-    slot.stub->async()->StartTimers(slot.context.get(), &slot.batch_request, &slot.batch_response, done);
+    if (slot.cq != nullptr) {
+      slot.batch_reader = slot.stub->AsyncStartTimers(slot.context.get(), slot.batch_request, slot.cq);
+      slot.batch_reader->Finish(&slot.batch_response, &slot.status, &slot);
+    } else {
+      slot.stub->async()->StartTimers(slot.context.get(), &slot.batch_request, &slot.batch_response, done);
+    }
   }
 
   void OnDone(Slot& slot, const grpc::Status& status) {
@@ -150,6 +185,7 @@ class StartLoad {
   const StartLoadConfig& config_;
   const uint64_t per_call_;
   const uint64_t total_calls_;
+  std::vector<std::unique_ptr<grpc::CompletionQueue>> cqs_;
   std::vector<std::unique_ptr<Slot>> slots_;
   Clock::time_point start_, stop_at_;
   std::atomic<uint64_t> issued_{0};

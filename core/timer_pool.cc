@@ -2,27 +2,41 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace lawn {
 
 namespace {
 
-char* CopyBlob(std::string_view id, std::string_view payload) {
+// Stores id and payload into `r` (inline or in a new heap block) and sets their sizes. Returns the bytes
+// allocated on the heap. REQUIRES: r holds no heap block.
+size_t StoreBytes(TimerRecord& r, std::string_view id, std::string_view payload) {
   const size_t size = id.size() + payload.size();
-  if (size == 0) return nullptr;
-  // malloc, not new[]: blobs are plain bytes and realloc-able by SetPayload.
-  char* blob = static_cast<char*>(std::malloc(size));
-  if (blob == nullptr) std::abort();
-  if (!id.empty()) std::memcpy(blob, id.data(), id.size());
-  if (!payload.empty()) std::memcpy(blob + id.size(), payload.data(), payload.size());
-  return blob;
+  char* dst = r.inline_bytes;
+  size_t heap = 0;
+  if (size > TimerRecord::kInlineBytes) {
+    // malloc, not new[]: plain bytes.
+    dst = static_cast<char*>(std::malloc(size));
+    if (dst == nullptr) std::abort();
+    r.blob = dst;
+    heap = size;
+  }
+  if (!id.empty()) std::memmove(dst, id.data(), id.size());
+  if (!payload.empty()) std::memmove(dst + id.size(), payload.data(), payload.size());
+  r.id_size = static_cast<uint32_t>(id.size());
+  r.payload_size = static_cast<uint32_t>(payload.size());
+  return heap;
 }
+
+size_t HeapBytes(const TimerRecord& r) { return r.is_inline() ? 0 : r.id_size + r.payload_size; }
 
 }  // namespace
 
 TimerPool::~TimerPool() {
-  // Free every live blob: a record is live iff its home or blob says so; free records have blob == nullptr.
-  for (uint32_t i = 0; i < used_; ++i) std::free((*this)[i].blob);
+  // Free records have sizes 0 (inline): only live out-of-line blocks are freed.
+  for (uint32_t i = 0; i < used_; ++i) {
+    if (!(*this)[i].is_inline()) std::free((*this)[i].blob);
+  }
 }
 
 TimerRef TimerPool::Allocate(std::string_view id, std::string_view payload, uint32_t id_hash) {
@@ -37,29 +51,28 @@ TimerRef TimerPool::Allocate(std::string_view id, std::string_view payload, uint
   }
   TimerRecord& r = (*this)[ref];
   r = TimerRecord{};
-  r.blob = CopyBlob(id, payload);
-  r.id_size = static_cast<uint32_t>(id.size());
-  r.payload_size = static_cast<uint32_t>(payload.size());
+  blob_bytes_ += StoreBytes(r, id, payload);
   r.id_hash = id_hash;
   ++live_;
-  blob_bytes_ += id.size() + payload.size();
   return ref;
 }
 
 void TimerPool::SetPayload(TimerRef ref, std::string_view payload) {
   TimerRecord& r = (*this)[ref];
   if (payload == r.payload()) return;
-  char* blob = CopyBlob(r.id(), payload);
-  blob_bytes_ = blob_bytes_ - r.payload_size + payload.size();
-  std::free(r.blob);
-  r.blob = blob;
-  r.payload_size = static_cast<uint32_t>(payload.size());
+  // Copy the id out first: the old bytes may be inline in the very record being rewritten.
+  const std::string id(r.id());
+  const bool had_heap = !r.is_inline();
+  char* old_blob = had_heap ? r.blob : nullptr;
+  blob_bytes_ -= HeapBytes(r);
+  blob_bytes_ += StoreBytes(r, id, payload);
+  if (had_heap) std::free(old_blob);
 }
 
 void TimerPool::Free(TimerRef ref) {
   TimerRecord& r = (*this)[ref];
-  blob_bytes_ -= r.id_size + r.payload_size;
-  std::free(r.blob);
+  blob_bytes_ -= HeapBytes(r);
+  if (!r.is_inline()) std::free(r.blob);
   r = TimerRecord{};
   r.next = free_head_;
   free_head_ = ref;

@@ -2,7 +2,9 @@
 //
 // Records are addressed by a 32-bit TimerRef instead of a pointer so the intrusive links of the Lawn buckets
 // and the wheel slots cost 8 bytes per timer, and records live in fixed-size chunks so growing the pool never
-// moves (or copies) a record. A timer's id and payload share one heap block; the record itself is 56 bytes.
+// moves (or copies) a record. A record is one 64-byte cache line. A timer's id and payload are stored
+// together: inside the record when they fit in kInlineBytes (no allocation, and a lookup's id comparison
+// touches no other memory), else in one heap block.
 //
 // Invariants: a ref is either live (returned by Allocate, not yet Freed) or on the free list; only live refs
 // may be passed to the accessors.
@@ -25,10 +27,16 @@ inline constexpr TimerRef kNoTimer = UINT32_MAX;
 enum class Home : uint8_t { kNone, kLawn, kWheel };
 
 struct TimerRecord {
+  static constexpr uint32_t kInlineBytes = 16;
+
   uint64_t deadline_ns = 0;  // Absolute monotonic deadline; the timer fires at or after it.
-  uint64_t ttl_ns = 0;       // The TTL it was started with (Lawn bucket key).
+  uint64_t ttl_ns = 0;       // Time from arming to deadline (Lawn bucket key); a re-armed timer's interval.
   uint64_t interval_ns = 0;  // Repeat interval; 0 for a one-shot timer.
-  char* blob = nullptr;      // id bytes followed by payload bytes (one allocation).
+  // id bytes followed by payload bytes: in `inline_bytes` if they fit, else in the heap block `blob`.
+  union {
+    char* blob;
+    char inline_bytes[kInlineBytes];
+  };
   TimerRef prev = kNoTimer;  // Intrusive links of the Lawn bucket or wheel slot it is in.
   TimerRef next = kNoTimer;
   uint32_t id_size = 0;
@@ -38,10 +46,13 @@ struct TimerRecord {
   Home home = Home::kNone;
   uint8_t reserved = 0;
 
-  std::string_view id() const { return {blob, id_size}; }
-  std::string_view payload() const { return {blob + id_size, payload_size}; }
+  TimerRecord() : blob(nullptr) {}
+  bool is_inline() const { return id_size + payload_size <= kInlineBytes; }
+  const char* bytes() const { return is_inline() ? inline_bytes : blob; }
+  std::string_view id() const { return {bytes(), id_size}; }
+  std::string_view payload() const { return {bytes() + id_size, payload_size}; }
 };
-static_assert(sizeof(TimerRecord) <= 56, "a timer record must stay small: see the memory budget in README");
+static_assert(sizeof(TimerRecord) == 64, "a timer record is one cache line: see the memory budget in README");
 
 class TimerPool {
  public:
@@ -63,7 +74,7 @@ class TimerPool {
   const TimerRecord& operator[](TimerRef ref) const { return chunks_[ref >> kChunkBits][ref & kChunkMask]; }
 
   size_t live() const { return live_; }
-  // Bytes held by the pool: record chunks plus id/payload blobs (excluding allocator overhead).
+  // Bytes held by the pool: record chunks plus out-of-line id/payload blocks (excluding allocator overhead).
   size_t MemoryBytes() const;
 
  private:

@@ -98,7 +98,8 @@ load_run() {
     echo "lawn_load failed (exit $rc): $*" >&2
     return 1
   fi
-  line=$(jq -c --argjson extra "$extra" --argjson rc "$rc" '. + $extra + {exit: $rc}' <<<"$line")
+  line=$(jq -c --argjson extra "$extra" --argjson rc "$rc" --arg load "$(cut -d' ' -f1 /proc/loadavg)" \
+    '. + $extra + {exit: $rc, loadavg_1m: ($load | tonumber)}' <<<"$line")
   echo "$line" >>"$OUT/raw.jsonl"
   echo "$line"
 }

@@ -157,3 +157,40 @@ TEST(TimerPoolTest, MemoryBytesCountsBlobs) {
 
 }  // namespace
 }  // namespace lawn
+
+namespace lawn {
+namespace {
+
+TEST(TimerPoolTest, SetPayloadMovesBetweenInlineAndHeapStorage) {
+  TimerPool pool;
+  const TimerRef ref = pool.Allocate("id-12345", "small", 7);  // 13 bytes: inline.
+  EXPECT_TRUE(pool[ref].is_inline());
+  const std::string big(100, 'b');
+  pool.SetPayload(ref, big);  // To the heap.
+  EXPECT_FALSE(pool[ref].is_inline());
+  EXPECT_EQ(pool[ref].id(), "id-12345");
+  EXPECT_EQ(pool[ref].payload(), big);
+  pool.SetPayload(ref, "tiny");  // Back inline.
+  EXPECT_TRUE(pool[ref].is_inline());
+  EXPECT_EQ(pool[ref].id(), "id-12345");
+  EXPECT_EQ(pool[ref].payload(), "tiny");
+  pool.SetPayload(ref, std::string(200, 'c'));  // Heap to a bigger heap block.
+  EXPECT_EQ(pool[ref].payload(), std::string(200, 'c'));
+  EXPECT_EQ(pool[ref].id(), "id-12345");
+  pool.Free(ref);
+  EXPECT_EQ(pool.live(), 0u);
+}
+
+TEST(TimerPoolTest, SixteenBytesFitInlineAndSeventeenDoNot) {
+  TimerPool pool;
+  const TimerRef a = pool.Allocate(std::string(16, 'x'), "", 1);
+  const TimerRef b = pool.Allocate(std::string(16, 'y'), "z", 2);
+  EXPECT_TRUE(pool[a].is_inline());
+  EXPECT_FALSE(pool[b].is_inline());
+  EXPECT_EQ(pool[a].id(), std::string(16, 'x'));
+  EXPECT_EQ(pool[b].id(), std::string(16, 'y'));
+  EXPECT_EQ(pool[b].payload(), "z");
+}
+
+}  // namespace
+}  // namespace lawn
