@@ -1,4 +1,6 @@
 // Every unary RPC of lawn.v1.TimerService and every validation rule, against the real lawnd.
+#include <csignal>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -289,6 +291,31 @@ TEST(LawndStartupTest, BadConfigRefusesToStartNamingTheKey) {
   LawndProcess lawnd(dir.path() + "/data", {"--config", config});
   EXPECT_EQ(lawnd.RunToExit(std::chrono::seconds(10)), 2);
   EXPECT_NE(lawnd.Log().find("tick"), std::string::npos) << lawnd.Log();
+}
+
+}  // namespace
+}  // namespace lawn::testing
+
+namespace lawn::testing {
+namespace {
+
+TEST(LawndStartupTest, JsonLogFormatWritesOneObjectPerLine) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data", {"--log-format", "json"});
+  lawnd.Start();
+  ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
+  std::istringstream lines(lawnd.Log());
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    EXPECT_NE(line.find("\"level\":\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"msg\":\""), std::string::npos) << line;
+  }
+  EXPECT_GE(count, 3);
+  EXPECT_NE(lawnd.Log().find("lawnd starting: "), std::string::npos);
 }
 
 }  // namespace
