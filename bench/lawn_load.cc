@@ -96,15 +96,19 @@ int main(int argc, char** argv) {
     config.ns = options.ns;
     config.payload_bytes = options.payload_bytes;
     config.seed = options.seed;
-    config.completion_queue = !options.callback_api;
+    config.api = options.api;
     config.cq_threads = options.client_threads;
     lawn::StartLoadResult r = lawn::RunStartLoad(config);
     const lawn::Percentiles latency = lawn::Summarize(r.latencies_us);
     report.Add("mode", config.unary ? "unary" : "batch");
     report.Add("concurrency", uint64_t{options.concurrency});
     report.Add("channels", uint64_t{options.channels});
-    report.Add("api", options.callback_api ? "callback" : "cq");
-    report.Add("client_threads", uint64_t{options.callback_api ? 0 : options.client_threads});
+    report.Add("api", options.api == lawn::ClientApi::kCompletionQueue ? "cq"
+                      : options.api == lawn::ClientApi::kCallback      ? "callback"
+                                                                       : "blocking");
+    report.Add("client_threads", uint64_t{options.api == lawn::ClientApi::kCompletionQueue ? options.client_threads
+                                          : options.api == lawn::ClientApi::kBlocking      ? options.concurrency
+                                                                                           : 0});
     report.Add("batch", uint64_t{config.unary ? 1 : options.batch});
     report.Add("timers", r.timers_ok);
     report.Add("calls", r.calls);

@@ -76,11 +76,13 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
     return ParseUint32(name, value, 0, 1 << 20, &o->payload_bytes);
   } else if (name == "api") {
     if (value == "cq") {
-      o->callback_api = false;
+      o->api = ClientApi::kCompletionQueue;
     } else if (value == "callback") {
-      o->callback_api = true;
+      o->api = ClientApi::kCallback;
+    } else if (value == "blocking") {
+      o->api = ClientApi::kBlocking;
     } else {
-      return Bad(name, value, "cq or callback");
+      return Bad(name, value, "cq, callback or blocking");
     }
   } else if (name == "client-threads") {
     return ParseUint32(name, value, 1, 64, &o->client_threads);
@@ -155,8 +157,8 @@ const char* LoadUsage() {
   --server-pid PID adds the CPU seconds lawnd used during the run (from /proc/PID/stat), and CPU
   microseconds per timer of lawnd and of lawn_load itself, to the summary.
 
-  --api cq|callback: completion queues drained by --client-threads (2) threads of lawn_load's own (default),
-  or gRPC's callback API.
+  --api cq|callback|blocking: async calls with completion queues drained by --client-threads (2) threads
+  of lawn_load's own (default); gRPC's callback API; or one thread per call in flight making blocking calls.
 
   Other flags: --namespace NAME, --seed N, --payload-bytes N, --preload-batch 1000, --grace 10s.
 )";

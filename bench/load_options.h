@@ -17,6 +17,13 @@ enum class LoadMode {
   kPrecision,  // "precision": preload, then paced short timers and one subscriber measuring lateness.
 };
 
+// How lawn_load's unary/batch calls are issued and completed.
+enum class ClientApi {
+  kCompletionQueue,  // "cq": async calls, completions drained by `client_threads` threads of our own.
+  kCallback,         // "callback": gRPC's callback API; completions run on gRPC's own threads.
+  kBlocking,         // "blocking": one thread per call in flight, each making blocking calls.
+};
+
 struct LoadOptions {
   // lawnd's gRPC address, host:port (loopback). Default "127.0.0.1:7070".
   std::string target = "127.0.0.1:7070";
@@ -44,9 +51,8 @@ struct LoadOptions {
   uint64_t seed = 0;
   // Payload bytes per timer. Default 0.
   uint32_t payload_bytes = 0;
-  // How unary/batch calls complete: "cq" (completion queues drained by `client_threads` threads of our own)
-  // or "callback" (gRPC's callback API and its threads). Default "cq", 2 threads.
-  bool callback_api = false;
+  // See ClientApi. Default "cq" with 2 threads.
+  ClientApi api = ClientApi::kCompletionQueue;
   uint32_t client_threads = 2;
   // lawnd's process id, to report the CPU time it used during the run (/proc/PID/stat); 0 = don't.
   uint32_t server_pid = 0;

@@ -22,7 +22,8 @@ class StartLoad {
         total_calls_((config.count + per_call_ - 1) / per_call_) {}
 
   StartLoadResult Run() {
-    const uint32_t cq_count = config_.completion_queue ? std::max<uint32_t>(1, config_.cq_threads) : 0;
+    const uint32_t cq_count =
+        config_.api == ClientApi::kCompletionQueue ? std::max<uint32_t>(1, config_.cq_threads) : 0;
     for (uint32_t i = 0; i < cq_count; ++i) cqs_.push_back(std::make_unique<grpc::CompletionQueue>());
     slots_.resize(config_.concurrency);
     for (uint32_t i = 0; i < config_.concurrency; ++i) {
@@ -38,7 +39,14 @@ class StartLoad {
       absl::MutexLock lock(&mu_);
       active_ = config_.concurrency;
     }
-    for (auto& slot : slots_) Next(*slot);
+    std::vector<std::thread> blocking;
+    for (auto& slot : slots_) {
+      if (config_.api == ClientApi::kBlocking) {
+        blocking.emplace_back([this, s = slot.get()] { RunBlocking(*s); });
+      } else {
+        Next(*slot);
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(+[](uint32_t* active) { return *active == 0; }, &active_));
@@ -46,6 +54,7 @@ class StartLoad {
     // Every slot has retired, so no call is pending on any queue.
     for (auto& cq : cqs_) cq->Shutdown();
     for (auto& poller : pollers) poller.join();
+    for (auto& thread : blocking) thread.join();
     return Collect();
   }
 
@@ -54,7 +63,7 @@ class StartLoad {
     explicit Slot(uint64_t seed) : rng(seed) {}
     Rng rng;
     v1::TimerService::Stub* stub = nullptr;
-    grpc::CompletionQueue* cq = nullptr;  // Null: callback API.
+    grpc::CompletionQueue* cq = nullptr;  // With ClientApi::kCompletionQueue.
     std::unique_ptr<grpc::ClientContext> context;
     std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartTimerResponse>> unary_reader;
     std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartTimersResponse>> batch_reader;
@@ -106,35 +115,56 @@ class StartLoad {
     }
   }
 
-  // Issues the slot's next call, or retires the slot.
-  void Next(Slot& slot) {
-    const uint32_t timers = Claim();
-    if (timers == 0) {
-      absl::MutexLock lock(&mu_);
-      --active_;
-      return;
-    }
+  void Retire() {
+    absl::MutexLock lock(&mu_);
+    --active_;
+  }
+
+  // Draws new ids into the slot's request (of `timers` items) and a fresh context; stamps the send time.
+  void Fill(Slot& slot, uint32_t timers) {
     slot.timers_in_call = timers;
     slot.context = std::make_unique<grpc::ClientContext>();
-    auto done = [this, &slot](grpc::Status status) { OnDone(slot, status); };
     if (config_.unary) {
       slot.rng.FillId(slot.unary_request.mutable_id());
       slot.unary_response.Clear();
-      slot.sent = Clock::now();
+    } else {
+      auto* items = slot.batch_request.mutable_timers();
+      while (static_cast<uint32_t>(items->size()) > timers) items->RemoveLast();  // The last, partial call.
+      for (auto& item : *items) slot.rng.FillId(item.mutable_id());
+      slot.batch_response.Clear();
+    }
+    slot.sent = Clock::now();
+  }
+
+  // ClientApi::kBlocking: this thread makes the slot's calls one after the other.
+  void RunBlocking(Slot& slot) {
+    while (const uint32_t timers = Claim()) {
+      Fill(slot, timers);
+      const grpc::Status status =
+          config_.unary ? slot.stub->StartTimer(slot.context.get(), slot.unary_request, &slot.unary_response)
+                        : slot.stub->StartTimers(slot.context.get(), slot.batch_request, &slot.batch_response);
+      Record(slot, status);
+    }
+    Retire();
+  }
+
+  // Async APIs: issues the slot's next call, or retires the slot.
+  void Next(Slot& slot) {
+    const uint32_t timers = Claim();
+    if (timers == 0) {
+      Retire();
+      return;
+    }
+    Fill(slot, timers);
+    auto done = [this, &slot](grpc::Status status) { OnDone(slot, status); };
+    if (config_.unary) {
       if (slot.cq != nullptr) {
         slot.unary_reader = slot.stub->AsyncStartTimer(slot.context.get(), slot.unary_request, slot.cq);
         slot.unary_reader->Finish(&slot.unary_response, &slot.status, &slot);
       } else {
         slot.stub->async()->StartTimer(slot.context.get(), &slot.unary_request, &slot.unary_response, done);
       }
-      return;
-    }
-    auto* items = slot.batch_request.mutable_timers();
-    while (static_cast<uint32_t>(items->size()) > timers) items->RemoveLast();  // The last, partial call.
-    for (auto& item : *items) slot.rng.FillId(item.mutable_id());
-    slot.batch_response.Clear();
-    slot.sent = Clock::now();
-    if (slot.cq != nullptr) {
+    } else if (slot.cq != nullptr) {
       slot.batch_reader = slot.stub->AsyncStartTimers(slot.context.get(), slot.batch_request, slot.cq);
       slot.batch_reader->Finish(&slot.batch_response, &slot.status, &slot);
     } else {
@@ -143,6 +173,12 @@ class StartLoad {
   }
 
   void OnDone(Slot& slot, const grpc::Status& status) {
+    Record(slot, status);
+    Next(slot);
+  }
+
+  // Accounts for the slot's completed call.
+  void Record(Slot& slot, const grpc::Status& status) {
     const Clock::time_point now = Clock::now();
     slot.last_done = now;
     slot.latencies_us.push_back(std::chrono::duration<double, std::micro>(now - slot.sent).count());
@@ -163,7 +199,6 @@ class StartLoad {
         }
       }
     }
-    Next(slot);
   }
 
   StartLoadResult Collect() {

@@ -1,6 +1,6 @@
 // StartLoad: drives StartTimer / StartTimers calls against lawnd with a fixed number of calls in flight,
 // until a timer budget or a time cap is used up (closed loop: each slot issues its next call from the
-// completion of the previous one, on gRPC's callback threads or on completion-queue threads of our own).
+// completion of the previous one; see ClientApi for the threads that do it).
 //
 // Thread-safety: RunStartLoad blocks the calling thread until every call has completed; the slots it runs
 // are touched only by the completion of their own call, the shared budget is atomic.
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/load_options.h"
 #include "lawn/v1/timer.grpc.pb.h"
 
 namespace lawn {
@@ -29,10 +30,8 @@ struct StartLoadConfig {
   std::string ns;
   uint32_t payload_bytes = 0;
   uint64_t seed = 1;
-  // How calls complete: on gRPC's callback threads (false), or on `cq_threads` threads of our own, each
-  // draining a CompletionQueue (true; fewer thread hand-offs per call).
-  bool completion_queue = true;
-  uint32_t cq_threads = 1;
+  ClientApi api = ClientApi::kCompletionQueue;
+  uint32_t cq_threads = 2;  // With kCompletionQueue.
 };
 
 struct StartLoadResult {

@@ -1,6 +1,7 @@
 #include "server/shard_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "server/metrics.h"
@@ -14,6 +15,8 @@ namespace {
 // An expiration this much later than its deadline is marked late (e.g. it was due while lawnd was down).
 constexpr uint64_t kLateAfterNs = 1'000'000'000;
 constexpr uint64_t kMaxSleepNs = 3600'000'000'000;
+// How often a worker whose expiry is refused (disk full, storage failed) tries again.
+constexpr uint64_t kBlockedRetryNs = 100'000'000;
 // Bytes a round may write beyond what the guard admits up front (several max-size requests). Checked before
 // the round changes memory, so the write itself is refused by the guard only in a narrow, fatal band.
 constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
@@ -78,6 +81,14 @@ void ShardWorker::Run() {
     {
       std::unique_lock lock(mu_);
       while (queue_.empty() && !stopping_) {
+        if (expiry_blocked_) {
+          // The free-space guard (or a storage failure) refused the last expiry: due timers stay pending.
+          // Retry after a pause instead of spinning on deadlines that are already past.
+          sleeping_ = true;
+          cv_.wait_for(lock, std::chrono::nanoseconds(kBlockedRetryNs));
+          sleeping_ = false;
+          break;
+        }
         const std::optional<uint64_t> next = expiry_enabled_ ? shard_.NextDeadlineNs() : std::nullopt;
         if (next && *next <= TimeBase::MonoNowNs()) break;
         sleeping_ = true;
@@ -115,6 +126,7 @@ void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands,
     expiry_enabled = expiry_enabled_;
   }
   // Expiry also writes: with the guard refusing, due timers simply stay pending until space returns.
+  expiry_blocked_ = expire && expiry_enabled && !admission_.ok();
   if (expire && expiry_enabled && admission_.ok()) Expire();
 
   absl::Status written = absl::OkStatus();

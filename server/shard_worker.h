@@ -83,6 +83,7 @@ class ShardWorker final : private ShardContext {
   bool sleeping_ = false;                               // Guarded by mu_.
   bool stopping_ = false;                               // Guarded by mu_.
   bool expiry_enabled_ = false;                         // Guarded by mu_.
+  bool expiry_blocked_ = false;                         // Worker thread only.
   std::thread thread_;
 };
 

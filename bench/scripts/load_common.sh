@@ -112,8 +112,12 @@ out_init() {
   {
     echo "date: $(date -Is)"
     echo "host: $(nproc) cores, $(awk '/MemTotal/ {print $2 " KiB"}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "commit: $(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo "lawnd: $LAWND"
+    local repo
+    repo=$(dirname "${BASH_SOURCE[0]}")
+    echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      "(uncommitted: $(git -C "$repo" status --short -- ../../core ../../server ../../storage ../../config ../../proto \
+        2>/dev/null | tr '\n' ' '))"
+    echo "lawnd: $LAWND (built $(date -r "$LAWND" -Is))"
   } >"$OUT/env.txt"
   echo "results in $OUT"
 }
