@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
   const double client_cpu_start = lawn::SelfCpuSeconds();
   const std::optional<double> server_cpu_start =
       options.server_pid != 0 ? lawn::ProcessCpuSeconds(static_cast<pid_t>(options.server_pid)) : std::nullopt;
-  uint64_t timers = 0;  // For the CPU cost per timer.
+  const std::optional<uint64_t> server_switches_start =
+      options.server_pid != 0 ? lawn::ProcessContextSwitches(static_cast<pid_t>(options.server_pid)) : std::nullopt;
+  uint64_t timers = 0, calls = 0;  // For the costs per timer and per call.
   if (options.mode == lawn::LoadMode::kPrecision) {
     clean = lawn::RunPrecision(options, stub_ptrs[0], stub_ptrs, &report);
   } else {
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
     if (!r.first_error.empty()) report.Add("first_error", r.first_error);
     clean = r.call_errors == 0 && r.timer_errors == 0;
     timers = r.timers_ok;
+    calls = r.calls;
   }
   // CPU over the whole run (precision: preload included), so per-timer figures are for unary/batch.
   const double client_cpu = lawn::SelfCpuSeconds() - client_cpu_start;
@@ -131,6 +134,12 @@ int main(int argc, char** argv) {
       const double server_cpu = *end - *server_cpu_start;
       report.Add("server_cpu_s", server_cpu);
       if (timers > 0) report.Add("server_cpu_us_per_timer", server_cpu * 1e6 / static_cast<double>(timers));
+    }
+  }
+  if (server_switches_start && calls > 0) {
+    if (std::optional<uint64_t> end = lawn::ProcessContextSwitches(static_cast<pid_t>(options.server_pid))) {
+      report.Add("server_switches_per_call", static_cast<double>(*end - *server_switches_start) /
+                                                 static_cast<double>(calls));
     }
   }
   std::printf("%s\n", options.json ? report.Json().c_str() : report.Text().c_str());

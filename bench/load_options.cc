@@ -155,7 +155,8 @@ const char* LoadUsage() {
       p50/p99/p999/max in microseconds, and how many arrived early (a bug).
 
   --server-pid PID adds the CPU seconds lawnd used during the run (from /proc/PID/stat), and CPU
-  microseconds per timer of lawnd and of lawn_load itself, to the summary.
+  microseconds per timer of lawnd and of lawn_load itself, and lawnd context switches per call, to the
+  summary.
 
   --api cq|callback|blocking: async calls with completion queues drained by --client-threads (2) threads
   of lawn_load's own (default); gRPC's callback API; or one thread per call in flight making blocking calls.

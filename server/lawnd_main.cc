@@ -1,5 +1,8 @@
 // lawnd: parse flags, load config, wire the runtime and the gRPC server, run until SIGTERM/SIGINT, drain.
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,14 +13,51 @@
 #include "server/logging.h"
 #include "spdlog/spdlog.h"
 
+namespace {
+
+// The write end of the self-pipe the stop-signal handler writes to. A process-wide handler (rather than a
+// blocked mask and sigwait) works whichever thread the kernel picks, including threads that libraries create
+// with their own signal masks: with a mask, one such thread sufficed to let SIGTERM kill lawnd undrained.
+int g_stop_pipe_write = -1;
+
+extern "C" void OnStopSignal(int signal) {
+  const char byte = static_cast<char>(signal);
+  (void)!write(g_stop_pipe_write, &byte, 1);  // Async-signal-safe; a full pipe means a stop is already queued.
+}
+
+// Installs the handler; returns the read end of the pipe, or -1.
+int InstallStopHandler() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+  g_stop_pipe_write = fds[1];
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return fds[0];
+}
+
+// Blocks until a stop signal arrives; returns it.
+int WaitForStopSignal(int read_fd) {
+  const int flags = fcntl(read_fd, F_GETFL);
+  fcntl(read_fd, F_SETFL, flags & ~O_NONBLOCK);
+  char byte = 0;
+  while (read(read_fd, &byte, 1) != 1) {
+    if (errno != EINTR) return SIGTERM;
+  }
+  return byte;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  // Block the stop signals before any thread exists, so every thread inherits the mask and only sigwait
-  // below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const int stop_fd = InstallStopHandler();
+  if (stop_fd < 0) {
+    std::perror("lawnd: cannot install the SIGTERM handler");
+    return 1;
+  }
 
   if (lawn::WantsHelp(argc, argv)) {
     std::fputs(lawn::UsageText().c_str(), stdout);
@@ -39,8 +79,7 @@ int main(int argc, char** argv) {
     spdlog::critical("lawnd cannot start: {}", s.ToString());
     return 1;
   }
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  const int signal = WaitForStopSignal(stop_fd);
   spdlog::info("received {}; draining (at most {} ms)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                std::chrono::duration_cast<std::chrono::milliseconds>(options->shutdown_timeout).count());
   server.Drain();
