@@ -80,9 +80,11 @@ int main(int argc, char** argv) {
   bool clean = true;
   const double client_cpu_start = lawn::SelfCpuSeconds();
   const std::optional<double> server_cpu_start =
-      options.server_pid != 0 ? lawn::ProcessCpuSeconds(static_cast<pid_t>(options.server_pid)) : std::nullopt;
+      options.server_pid != 0 ? lawn::ProcessCpuSeconds(static_cast<pid_t>(options.server_pid))
+                              : std::nullopt;
   const std::optional<uint64_t> server_switches_start =
-      options.server_pid != 0 ? lawn::ProcessContextSwitches(static_cast<pid_t>(options.server_pid)) : std::nullopt;
+      options.server_pid != 0 ? lawn::ProcessContextSwitches(static_cast<pid_t>(options.server_pid))
+                              : std::nullopt;
   uint64_t timers = 0, calls = 0;  // For the costs per timer and per call.
   if (options.mode == lawn::LoadMode::kPrecision) {
     clean = lawn::RunPrecision(options, stub_ptrs[0], stub_ptrs, &report);
@@ -108,9 +110,10 @@ int main(int argc, char** argv) {
     report.Add("api", options.api == lawn::ClientApi::kCompletionQueue ? "cq"
                       : options.api == lawn::ClientApi::kCallback      ? "callback"
                                                                        : "blocking");
-    report.Add("client_threads", uint64_t{options.api == lawn::ClientApi::kCompletionQueue ? options.client_threads
-                                          : options.api == lawn::ClientApi::kBlocking      ? options.concurrency
-                                                                                           : 0});
+    report.Add("client_threads",
+               uint64_t{options.api == lawn::ClientApi::kCompletionQueue ? options.client_threads
+                        : options.api == lawn::ClientApi::kBlocking      ? options.concurrency
+                                                                         : 0});
     report.Add("batch", uint64_t{config.unary ? 1 : options.batch});
     report.Add("timers", r.timers_ok);
     report.Add("calls", r.calls);
@@ -138,8 +141,8 @@ int main(int argc, char** argv) {
   }
   if (server_switches_start && calls > 0) {
     if (std::optional<uint64_t> end = lawn::ProcessContextSwitches(static_cast<pid_t>(options.server_pid))) {
-      report.Add("server_switches_per_call", static_cast<double>(*end - *server_switches_start) /
-                                                 static_cast<double>(calls));
+      report.Add("server_switches_per_call",
+                 static_cast<double>(*end - *server_switches_start) / static_cast<double>(calls));
     }
   }
   std::printf("%s\n", options.json ? report.Json().c_str() : report.Text().c_str());

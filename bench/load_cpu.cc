@@ -13,7 +13,9 @@ namespace lawn {
 double SelfCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
@@ -43,7 +45,8 @@ std::optional<uint64_t> ProcessContextSwitches(pid_t pid) {
     std::ifstream in(task.path() / "status");
     std::string line;
     while (std::getline(in, line)) {
-      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 ||
+          line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
         total += std::stoull(line.substr(line.find(':') + 1));
       }
     }

@@ -2,10 +2,9 @@
 
 #include <unistd.h>
 
-#include "absl/strings/string_view.h"
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace lawn {
@@ -16,7 +15,8 @@ absl::Status Bad(absl::string_view flag, absl::string_view value, absl::string_v
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " '", value, "': ", allowed));
 }
 
-absl::Status ParseUint(absl::string_view flag, absl::string_view value, uint64_t min, uint64_t max, uint64_t* out) {
+absl::Status ParseUint(absl::string_view flag, absl::string_view value, uint64_t min, uint64_t max,
+                       uint64_t* out) {
   uint64_t v = 0;
   if (!absl::SimpleAtoi(value, &v) || v < min || v > max) {
     return Bad(flag, value, absl::StrCat("an integer in ", min, "..", max));
@@ -114,7 +114,8 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
   LoadOptions o;
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
-    if (arg.substr(0, 2) != "--") return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    if (arg.substr(0, 2) != "--")
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
     arg.remove_prefix(2);
     if (arg == "json") {
       o.json = true;

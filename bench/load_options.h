@@ -39,7 +39,8 @@ struct LoadOptions {
   // Default 10s (unary/batch), set to 20s for precision unless given.
   std::chrono::nanoseconds duration = std::chrono::seconds(10);
   bool duration_given = false;
-  // Timers per StartTimers call (batch, and the precision mode's paced starts). Allowed 1..10000. Default 100.
+  // Timers per StartTimers call (batch, and the precision mode's paced starts). Allowed 1..10000. Default
+  // 100.
   uint32_t batch = 100;
   // TTL of every timer in unary/batch, and of the preloaded timers of precision. Default 1h.
   std::chrono::nanoseconds ttl = std::chrono::hours(1);

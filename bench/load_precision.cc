@@ -54,8 +54,11 @@ class ExpiryProbe final : public grpc::ClientBidiReactor<v1::SubscribeRequest, v
     absl::MutexLock lock(&mu_);
     target_ = n;
     mu_.AwaitWithDeadline(absl::Condition(
-        +[](ExpiryProbe* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->received_ >= p->target_ || p->done_; },
-        this), deadline);
+                              +[](ExpiryProbe* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                return p->received_ >= p->target_ || p->done_;
+                              },
+                              this),
+                          deadline);
     return received_;
   }
 
@@ -176,7 +179,8 @@ class PacedStarter {
       Call* call;
       {
         absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(+[](std::vector<Call*>* f) { return !f->empty(); }, &free_));
+        mu_.Await(absl::Condition(
+            +[](std::vector<Call*>* f) { return !f->empty(); }, &free_));
         call = free_.back();
         free_.pop_back();
       }
@@ -185,8 +189,8 @@ class PacedStarter {
         v1::StartTimerRequest* r = call->request.add_timers();
         r->set_namespace_(options_.ns);
         rng_.FillId(r->mutable_id());
-        const int64_t ms = static_cast<int64_t>(rng_.Uniform(static_cast<uint64_t>(lo_ms),
-                                                             static_cast<uint64_t>(hi_ms)));
+        const int64_t ms =
+            static_cast<int64_t>(rng_.Uniform(static_cast<uint64_t>(lo_ms), static_cast<uint64_t>(hi_ms)));
         r->mutable_ttl()->set_seconds(ms / 1000);
         r->mutable_ttl()->set_nanos(static_cast<int32_t>(ms % 1000) * 1'000'000);
       }
@@ -197,7 +201,8 @@ class PacedStarter {
                                   [this, call](grpc::Status status) { OnDone(call, status); });
     }
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](std::vector<Call*>* f) { return f->size() == kMaxCalls; }, &free_));
+    mu_.Await(absl::Condition(
+        +[](std::vector<Call*>* f) { return f->size() == kMaxCalls; }, &free_));
     elapsed_s_ = std::chrono::duration<double>(Clock::now() - start).count();
   }
 
@@ -266,7 +271,8 @@ bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
     report->Add("preloaded", r.timers_ok);
     report->Add("preload_errors", r.timer_errors);
     report->Add("preload_s", r.elapsed_s);
-    report->Add("preload_timers_per_s", r.elapsed_s > 0 ? static_cast<double>(r.timers_ok) / r.elapsed_s : 0.0);
+    report->Add("preload_timers_per_s",
+                r.elapsed_s > 0 ? static_cast<double>(r.timers_ok) / r.elapsed_s : 0.0);
     if (r.timers_ok != options.pending) {
       report->Add("error", "preload incomplete: " + r.first_error);
       return false;
@@ -291,7 +297,8 @@ bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
   const double span_s = static_cast<double>(probe->last_receive_ns_ - probe->first_receive_ns_) / 1e9;
   report->Add("started", starter.ok_);
   report->Add("start_errors", starter.errors_);
-  report->Add("start_timers_per_s", starter.elapsed_s_ > 0 ? static_cast<double>(starter.ok_) / starter.elapsed_s_ : 0.0);
+  report->Add("start_timers_per_s",
+              starter.elapsed_s_ > 0 ? static_cast<double>(starter.ok_) / starter.elapsed_s_ : 0.0);
   report->Add("received", probe->received_);
   report->Add("missing", starter.ok_ > probe->received_ ? starter.ok_ - probe->received_ : uint64_t{0});
   report->Add("early", probe->early_);
@@ -306,7 +313,8 @@ bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
   report->AddPercentiles("start_call_us", calls, false);
   if (!starter.first_error_.empty()) report->Add("first_error", starter.first_error_);
   if (!stream.ok()) report->Add("stream_status", stream.error_message());
-  return true;
+  return starter.errors_ == 0 && probe->received_ >= starter.ok_ && probe->early_ == 0 &&
+         probe->fired_early_ == 0;
 }
 
 }  // namespace lawn

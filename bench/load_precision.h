@@ -24,7 +24,8 @@
 namespace lawn {
 
 // Runs the four steps above on `stub` (and `preload_stubs` for step 1); fills `report`. Returns false when
-// the run could not be measured (preload or stream failure); the report then says why.
+// the run could not be measured (preload or stream failure; the report says why) or was not clean: a start
+// failed, an expiration is missing, or one arrived before its deadline.
 bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
                   const std::vector<v1::TimerService::Stub*>& preload_stubs, Report* report);
 

@@ -49,7 +49,8 @@ class StartLoad {
     }
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(+[](uint32_t* active) { return *active == 0; }, &active_));
+      mu_.Await(absl::Condition(
+          +[](uint32_t* active) { return *active == 0; }, &active_));
     }
     // Every slot has retired, so no call is pending on any queue.
     for (auto& cq : cqs_) cq->Shutdown();
@@ -141,8 +142,9 @@ class StartLoad {
     while (const uint32_t timers = Claim()) {
       Fill(slot, timers);
       const grpc::Status status =
-          config_.unary ? slot.stub->StartTimer(slot.context.get(), slot.unary_request, &slot.unary_response)
-                        : slot.stub->StartTimers(slot.context.get(), slot.batch_request, &slot.batch_response);
+          config_.unary
+              ? slot.stub->StartTimer(slot.context.get(), slot.unary_request, &slot.unary_response)
+              : slot.stub->StartTimers(slot.context.get(), slot.batch_request, &slot.batch_response);
       Record(slot, status);
     }
     Retire();

@@ -22,9 +22,9 @@ struct StartLoadConfig {
   std::vector<v1::TimerService::Stub*> stubs;
   // One StartTimer per timer instead of StartTimers of `batch`.
   bool unary = false;
-  uint32_t concurrency = 1;  // Calls in flight.
-  uint32_t batch = 100;      // Timers per StartTimers call.
-  uint64_t count = 0;        // Timers in total.
+  uint32_t concurrency = 1;              // Calls in flight.
+  uint32_t batch = 100;                  // Timers per StartTimers call.
+  uint64_t count = 0;                    // Timers in total.
   std::chrono::nanoseconds duration{0};  // No call is issued after this much time.
   std::chrono::nanoseconds ttl{0};       // Every timer's TTL.
   std::string ns;
@@ -35,13 +35,13 @@ struct StartLoadConfig {
 };
 
 struct StartLoadResult {
-  uint64_t calls = 0;         // Calls completed.
-  uint64_t call_errors = 0;   // Calls that ended with a non-OK gRPC status.
-  uint64_t timers_ok = 0;     // Timers lawnd started.
-  uint64_t timer_errors = 0;  // Timers refused (item code != 0, or in a failed call).
-  double elapsed_s = 0;       // First call sent to last call completed.
+  uint64_t calls = 0;                // Calls completed.
+  uint64_t call_errors = 0;          // Calls that ended with a non-OK gRPC status.
+  uint64_t timers_ok = 0;            // Timers lawnd started.
+  uint64_t timer_errors = 0;         // Timers refused (item code != 0, or in a failed call).
+  double elapsed_s = 0;              // First call sent to last call completed.
   std::vector<double> latencies_us;  // One per completed call, send to completion.
-  std::string first_error;    // The first error seen, for the report; empty if none.
+  std::string first_error;           // The first error seen, for the report; empty if none.
 };
 
 StartLoadResult RunStartLoad(const StartLoadConfig& config);

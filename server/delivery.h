@@ -11,6 +11,9 @@
 
 namespace lawn {
 
+// An expiration this much later than its deadline is marked late (e.g. it was due while lawnd was down).
+inline constexpr uint64_t kLateAfterNs = 1'000'000'000;
+
 struct Delivery {
   uint64_t delivery_id = 0;
   std::string key;  // namespace \0 id

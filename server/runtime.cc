@@ -109,6 +109,7 @@ void Runtime::Recover() {
           d.ttl_ns = e.timer.ttl_ns;
           d.interval_ns = e.timer.interval_ns;
           d.attempt = e.attempt;
+          d.late = e.fired_at_unix_ns - e.timer.deadline_unix_ns > static_cast<int64_t>(kLateAfterNs);
           current.push_back(std::move(d));
           ++expirations;
         });

@@ -12,8 +12,6 @@ namespace lawn {
 
 namespace {
 
-// An expiration this much later than its deadline is marked late (e.g. it was due while lawnd was down).
-constexpr uint64_t kLateAfterNs = 1'000'000'000;
 constexpr uint64_t kMaxSleepNs = 3600'000'000'000;
 // How often a worker whose expiry is refused (disk full, storage failed) tries again.
 constexpr uint64_t kBlockedRetryNs = 100'000'000;

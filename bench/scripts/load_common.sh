@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers of the networked benchmark scripts (sourced, not run): start and stop lawnd by PID, run
 # lawn_load, keep raw results. Every wait is bounded; an EXIT trap stops the lawnd this shell started and
 # removes its data directory.
@@ -26,7 +27,8 @@ LAWN_PORT=""
 
 # lawn_start [lawnd flags...]: starts lawnd on a free loopback port with a fresh data directory (or
 # LAWN_REUSE_DIR if set), waits (at most LAWN_START_TIMEOUT s, default 600) for `listening on` and
-# `recovery done`; sets LAWN_PID, LAWN_PORT, LAWN_DIR, LAWN_LOG and LAWN_READY_S (start to recovery done).
+# `recovery done`; sets LAWN_PID, LAWN_PORT, LAWN_DIR, LAWN_LOG and LAWN_READY_S (seconds from start to
+# both lines, read by recovery.sh).
 lawn_start() {
   if [[ -n ${LAWN_REUSE_DIR:-} ]]; then
     LAWN_DIR=$LAWN_REUSE_DIR
@@ -49,6 +51,7 @@ lawn_start() {
     sleep 0.05
   done
   t1=$(date +%s.%N)
+  # shellcheck disable=SC2034  # Read by the scripts that source this file.
   LAWN_READY_S=$(python3 -c "print(f'{$t1 - $t0:.3f}')")
   LAWN_PORT=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$LAWN_LOG" | head -1 | sed 's/.*://')
 }
@@ -56,25 +59,28 @@ lawn_start() {
 # lawn_rss_kib: VmRSS of the running lawnd, in KiB.
 lawn_rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$LAWN_PID/status"; }
 
-# lawn_stop [keep]: SIGTERM to our lawnd (by PID), waits for it to exit (SIGKILL after 60 s), removes its
-# data directory unless "keep" is given. Sets LAWN_EXIT to its exit status.
+# lawn_stop: SIGTERM to our lawnd (by PID), waits for it to exit (SIGKILL after 60 s), removes its data
+# directory (unless it is LAWN_REUSE_DIR) and its log (kept, and named, if lawnd did not exit with 0). Sets
+# LAWN_EXIT to its exit status.
 lawn_stop() {
-  LAWN_EXIT=""
+  LAWN_EXIT=0
   if [[ -n $LAWN_PID ]]; then
     kill -TERM "$LAWN_PID" 2>/dev/null || true
     local limit=$((SECONDS + 60))
     while kill -0 "$LAWN_PID" 2>/dev/null && ((SECONDS < limit)); do sleep 0.05; done
     kill -0 "$LAWN_PID" 2>/dev/null && kill -KILL "$LAWN_PID" 2>/dev/null
-    LAWN_EXIT=0
     wait "$LAWN_PID" || LAWN_EXIT=$?
-    ((LAWN_EXIT == 0)) || echo "lawnd $LAWN_PID exited with $LAWN_EXIT (log $LAWN_LOG)" >&2
+    ((LAWN_EXIT == 0)) || echo "lawnd $LAWN_PID exited with $LAWN_EXIT (log kept: $LAWN_LOG)" >&2
     LAWN_PID=""
   fi
-  if [[ ${1:-} != keep && -n $LAWN_DIR && -z ${LAWN_REUSE_DIR:-} ]]; then
+  if [[ -n $LAWN_DIR && -z ${LAWN_REUSE_DIR:-} ]]; then
     rm -rf "$LAWN_DIR"
     LAWN_DIR=""
   fi
-  [[ -n $LAWN_LOG && ${1:-} != keep ]] && rm -f "$LAWN_LOG"
+  if [[ -n $LAWN_LOG ]] && ((LAWN_EXIT == 0)); then
+    rm -f "$LAWN_LOG"
+  fi
+  LAWN_LOG=""
   return 0
 }
 

@@ -13,6 +13,7 @@
 #
 # Environment (defaults): PENDING_LIST ("1000000 10000000"), RESTARTS (3), SHARDS (2), LOAD_CAP (600s),
 # plus those of load_common.sh. Writes $OUT/raw.jsonl and $OUT/summary.md.
+# shellcheck disable=SC2016  # The $names inside single quotes are jq variables.
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
 
 PENDING_LIST=${PENDING_LIST:-1000000 10000000}
