@@ -16,8 +16,8 @@
 namespace {
 
 // The write end of the self-pipe the stop-signal handler writes to. A process-wide handler (rather than a
-// blocked mask and sigwait) works whichever thread the kernel picks, including threads that libraries create
-// with their own signal masks: with a mask, one such thread sufficed to let SIGTERM kill lawnd undrained.
+// blocked mask and sigwait) works whichever thread the kernel picks, so it does not depend on every thread,
+// including those libraries create, inheriting a mask set before them.
 int g_stop_pipe_write = -1;
 
 extern "C" void OnStopSignal(int signal) {
