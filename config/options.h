@@ -69,7 +69,8 @@ struct Options {
   // Allowed 1ms..10s. Default 50ms.
   std::chrono::nanoseconds sync_interval = std::chrono::milliseconds(50);
 
-  // New timers are refused while the disk holding data_dir has less free space than this, in bytes.
+  // Free-space guard: writes (start, delete, reschedule, expiry) are refused while the disk holding data_dir
+  // has less free space than this (plus one round's headroom), in bytes.
   // 0 disables the check. Default 268435456 (256 MiB).
   uint64_t min_free_disk_bytes = uint64_t{256} * 1024 * 1024;
 

@@ -127,10 +127,7 @@ class CrashTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(CrashTest, KillNineLosesNothingAcknowledged) {
   TempDir dir;
-  const std::string config = dir.path() + "/lawn.yaml";
-  FILE* f = fopen(config.c_str(), "w");
-  fputs("ack_timeout: 2s\n", f);
-  fclose(f);
+  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "ack_timeout: 2s\n");
   LawndProcess lawnd(dir.path() + "/data", {"--config", config, "--durability", GetParam()});
   lawnd.Start();
   SetAddress(lawnd.address());
@@ -193,7 +190,9 @@ TEST_P(CrashTest, KillNineLosesNothingAcknowledged) {
       EXPECT_GE(r.fired_at_ns, r.deadline_ns) << id << " fired early";
       EXPECT_GE(r.received_ns, r.deadline_ns) << id << " received early";
       auto s = started_.find(id);
-      if (s != started_.end() && s->second.fate == Fate::kAcked) EXPECT_EQ(r.deadline_ns, s->second.deadline_ns);
+      if (s != started_.end() && s->second.fate == Fate::kAcked) {
+        EXPECT_EQ(r.deadline_ns, s->second.deadline_ns);
+      }
     }
   }
   std::printf("[%s] %zu acknowledged starts, %zu acknowledged deletes, %zu deliveries over %d kill -9 rounds\n",

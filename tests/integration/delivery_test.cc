@@ -20,13 +20,7 @@ class DeliveryTest : public ::testing::Test {
     lawnd_->Start();
     stub_ = lawnd_->stub();
   }
-  std::string WriteConfig(const std::string& yaml) {
-    const std::string path = dir_.path() + "/lawn.yaml";
-    FILE* f = fopen(path.c_str(), "w");
-    fputs(yaml.c_str(), f);
-    fclose(f);
-    return path;
-  }
+  std::string WriteConfig(const std::string& yaml) { return WriteFile(dir_.path() + "/lawn.yaml", yaml); }
   v1::NamespaceStats Stats(const std::string& ns) {
     grpc::ClientContext ctx;
     v1::GetStatsResponse resp;
@@ -35,15 +29,6 @@ class DeliveryTest : public ::testing::Test {
       if (n.namespace_() == ns) return n;
     }
     return v1::NamespaceStats();
-  }
-  // Polls `pred` (every 10 ms, at most `timeout`): waits for an observable state instead of sleeping.
-  bool WaitFor(const std::function<bool()>& pred, milliseconds timeout = milliseconds(10000)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
   }
   TempDir dir_;
   std::unique_ptr<LawndProcess> lawnd_;

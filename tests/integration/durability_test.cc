@@ -20,15 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-bool WaitFor(const std::function<bool()>& pred, milliseconds timeout = milliseconds(15000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
-}
-
 v1::GetStatsResponse Stats(v1::TimerService::Stub& stub) {
   grpc::ClientContext ctx;
   v1::GetStatsResponse resp;
@@ -206,10 +197,7 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
     std::string path;
     ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
   } unmount{mnt};
-  const std::string config = dir.path() + "/lawn.yaml";
-  FILE* f = fopen(config.c_str(), "w");
-  fputs("min_free_disk_bytes: 8MiB\n", f);
-  fclose(f);
+  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\n");
   LawndProcess lawnd(mnt + "/data", {"--config", config});
   lawnd.Start();
   auto stub = lawnd.stub();

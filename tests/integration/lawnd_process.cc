@@ -21,6 +21,20 @@ namespace fs = std::filesystem;
 
 std::string LawndPath() { return LAWND_PATH; }
 
+std::string WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
 TempDir::TempDir() {
   std::string tmpl = (fs::temp_directory_path() / "lawn-test-XXXXXX").string();
   char* made = mkdtemp(tmpl.data());

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,5 +66,12 @@ class LawndProcess {
 
 // Path of the lawnd binary under test (set by CMake).
 std::string LawndPath();
+
+// Writes `text` to `path` (e.g. a lawn.yaml for --config); returns `path`.
+std::string WriteFile(const std::string& path, const std::string& text);
+
+// Polls `pred` every 10 ms until it holds or `timeout` passes: waits for an observable state instead of
+// sleeping. Returns whether it held.
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
 }  // namespace lawn::testing

@@ -260,10 +260,8 @@ TEST_F(TimerServiceTest, BadKeyRequestsAreInvalid) {
 
 TEST(TimerServiceLimitsTest, PendingLimitsAreResourceExhausted) {
   TempDir dir;
-  const std::string config = dir.path() + "/lawn.yaml";
-  FILE* f = fopen(config.c_str(), "w");
-  fputs("max_pending_timers: 5\nmax_pending_per_namespace: 3\n", f);
-  fclose(f);
+  const std::string config =
+      WriteFile(dir.path() + "/lawn.yaml", "max_pending_timers: 5\nmax_pending_per_namespace: 3\n");
   LawndProcess lawnd(dir.path() + "/data", {"--config", config});
   lawnd.Start();
   auto stub = lawnd.stub();
@@ -284,10 +282,7 @@ TEST(TimerServiceLimitsTest, PendingLimitsAreResourceExhausted) {
 
 TEST(LawndStartupTest, BadConfigRefusesToStartNamingTheKey) {
   TempDir dir;
-  const std::string config = dir.path() + "/lawn.yaml";
-  FILE* f = fopen(config.c_str(), "w");
-  fputs("tick: 5 parsecs\n", f);
-  fclose(f);
+  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "tick: 5 parsecs\n");
   LawndProcess lawnd(dir.path() + "/data", {"--config", config});
   EXPECT_EQ(lawnd.RunToExit(std::chrono::seconds(10)), 2);
   EXPECT_NE(lawnd.Log().find("tick"), std::string::npos) << lawnd.Log();
