@@ -161,6 +161,27 @@ absl::Status Validate(Options& options) {
         " is more than max_pending_timers (" + std::to_string(options.max_pending_timers) +
         "); allowed 1..max_pending_timers, or 0 = same as max_pending_timers");
   }
+  if (options.max_pending_bytes_per_namespace == 0) {
+    options.max_pending_bytes_per_namespace = options.max_pending_bytes;
+  } else if (options.max_pending_bytes_per_namespace > options.max_pending_bytes) {
+    return absl::InvalidArgumentError(
+        KeyPrefix("max_pending_bytes_per_namespace") + FormatBytes(options.max_pending_bytes_per_namespace) +
+        " is more than max_pending_bytes (" + FormatBytes(options.max_pending_bytes) +
+        "); allowed up to max_pending_bytes, or 0 = same as max_pending_bytes");
+  }
+  if (options.max_outbox_bytes < options.max_outbox_bytes_per_namespace) {
+    return absl::InvalidArgumentError(
+        KeyPrefix("max_outbox_bytes") + FormatBytes(options.max_outbox_bytes) +
+        " is less than max_outbox_bytes_per_namespace (" + FormatBytes(options.max_outbox_bytes_per_namespace) +
+        "); the total must hold at least one full namespace");
+  }
+  // One expiration of the largest payload must fit, or a namespace with such timers could never fire.
+  if (options.max_outbox_bytes_per_namespace < uint64_t{options.max_payload_bytes} + 64 * 1024) {
+    return absl::InvalidArgumentError(
+        KeyPrefix("max_outbox_bytes_per_namespace") + FormatBytes(options.max_outbox_bytes_per_namespace) +
+        " cannot hold one expiration of max_payload_bytes (" + FormatBytes(options.max_payload_bytes) +
+        ") plus 64KiB; raise it or lower max_payload_bytes");
+  }
   // A payload travels inside a gRPC message with its envelope, so it must be smaller than the message limit.
   if (options.max_payload_bytes >= options.max_message_bytes) {
     return absl::InvalidArgumentError(

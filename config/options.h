@@ -54,6 +54,62 @@ struct Options {
   // Allowed 0..max_pending_timers. Default 0.
   uint64_t max_pending_per_namespace = 0;
 
+  // Most bytes of ids and payloads held by pending timers over the whole server; starts beyond it are refused.
+  // Allowed >= 1KiB. Default 2GiB.
+  uint64_t max_pending_bytes = uint64_t{2} << 30;
+
+  // Most bytes of ids and payloads held by the pending timers of one namespace. 0 = same as
+  // max_pending_bytes, resolved by Validate(). Allowed 0..max_pending_bytes. Default 0.
+  uint64_t max_pending_bytes_per_namespace = 0;
+
+  // Most fired, unacknowledged expirations one namespace's outbox holds. When it is full, the namespace's
+  // due one-shot timers wait in the engine, its recurring timers skip firings, and its new timers are
+  // refused. Allowed 1..1e9. Default 1'000'000.
+  uint64_t max_outbox_per_namespace = 1'000'000;
+
+  // Most bytes (key + payload + 192 bytes of bookkeeping per expiration) one namespace's outbox holds; same
+  // effects as max_outbox_per_namespace. Allowed 1MiB.., and above max_payload_bytes. Default 256MiB.
+  uint64_t max_outbox_bytes_per_namespace = uint64_t{256} << 20;
+
+  // Most bytes all outboxes together hold (same accounting and effects). Allowed 1MiB.., at least
+  // max_outbox_bytes_per_namespace. Default 512MiB.
+  uint64_t max_outbox_bytes = uint64_t{512} << 20;
+
+  // Most namespaces lawnd tracks at once (a namespace costs an outbox and metric series; a namespace is
+  // created by its first start or subscription and kept until restart). Allowed 1..65536. Default 65536.
+  uint32_t max_namespaces = 65536;
+
+  // Most Subscribe streams (work-sharing and observers) attached to one namespace. Allowed 1..100000.
+  // Default 1000.
+  uint32_t max_subscribers_per_namespace = 1000;
+
+  // Most commands queued for one shard worker; beyond it calls are refused with UNAVAILABLE (retry with
+  // backoff). Allowed 1000..10'000'000. Default 100'000.
+  uint64_t max_queued_commands = 100'000;
+
+  // gRPC: most concurrent calls (streams) on one client connection. Allowed 1..1'000'000. Default 1000.
+  uint32_t grpc_max_concurrent_streams = 1000;
+
+  // gRPC keepalive enforcement: clients that ping more often than this are disconnected (GOAWAY
+  // too_many_pings). Allowed 1s..1h. Default 10s.
+  std::chrono::nanoseconds grpc_keepalive_min_time = std::chrono::seconds(10);
+
+  // gRPC: a connection with no call in flight for this long is closed. 0 = never. Allowed 0..24h.
+  // Default 30m.
+  std::chrono::nanoseconds grpc_max_connection_idle = std::chrono::minutes(30);
+
+  // gRPC: a connection older than this is asked to reconnect (its calls get 30 s to finish; Subscribe
+  // streams then end UNAVAILABLE and clients reconnect). 0 = never. Allowed 0..7d. Default 0.
+  std::chrono::nanoseconds grpc_max_connection_age = std::chrono::nanoseconds(0);
+
+  // gRPC: memory the gRPC library may use for buffers of all connections (its resource quota).
+  // Allowed 16MiB..64GiB. Default 1GiB.
+  uint64_t grpc_memory_quota_bytes = uint64_t{1} << 30;
+
+  // Checkpoints kept in <data_dir>/checkpoints: after a new one is written, the oldest beyond this many are
+  // deleted. 0 = keep all. Allowed 0..1000. Default 5.
+  uint32_t checkpoint_retention = 5;
+
   // How long a delivered expiration waits for its ack before it is delivered again.
   // Allowed 100ms..1h. Default 30s.
   std::chrono::nanoseconds ack_timeout = std::chrono::seconds(30);

@@ -58,6 +58,7 @@ void Shard::Unfile(TimerRef ref) {
   switch (pool_[ref].home) {
     case Home::kLawn: lawn_.Remove(ref); break;
     case Home::kWheel: wheel_.Remove(ref); break;
+    case Home::kHeld: Unhold(ref); break;
     case Home::kNone: InvariantBroken("pending timer not filed");
   }
 }
@@ -136,6 +137,10 @@ std::optional<TimerView> Shard::Get(std::string_view id) const {
 }
 
 size_t Shard::Advance(uint64_t now_ns, FiredSink sink) {
+  return Advance(now_ns, [](const TimerView&) { return AdmitDecision{}; }, sink);
+}
+
+size_t Shard::Advance(uint64_t now_ns, AdmitFn admit, FiredSink sink) {
   const uint64_t now_tick = now_ns / tick_ns_;
   size_t fired = 0;
   while (true) {
@@ -160,14 +165,13 @@ size_t Shard::Advance(uint64_t now_ns, FiredSink sink) {
       group_.push_back(lawn_.PopFront());
     }
     if (group_.empty()) continue;  // Only a cascade happened; look again.
-    FireGroup(group_, now_ns, sink);
-    fired += group_.size();
+    fired += FireGroup(group_, now_ns, admit, sink);
   }
   wheel_.AdvanceTo(now_tick);
   return fired;
 }
 
-void Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink sink) {
+size_t Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, AdmitFn admit, FiredSink sink) {
   // Timers of one tick arrive from both structures in no useful order. Sort compact keys: ids are read only
   // when two timers share a deadline and a 32-bit hash.
   keys_.clear();
@@ -178,29 +182,100 @@ void Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink s
     return pool_[a.ref].id() < pool_[b.ref].id();
   });
   for (size_t i = 0; i < keys_.size(); ++i) group[i] = keys_[i].ref;
+  size_t fired = 0;
   for (TimerRef ref : group) {
-    TimerRecord& r = pool_[ref];
-    Fired fired{ViewOf(ref), 0};
-    if (r.interval_ns == 0) {
-      sink(fired);
-      index_.erase(ref);
-      pool_.Free(ref);
+    const AdmitDecision decision = admit(ViewOf(ref));
+    const bool recurring = pool_[ref].interval_ns != 0;
+    if (decision.action == Admission::kHold || (decision.action == Admission::kSkip && !recurring)) {
+      Hold(ref, decision.group);
       continue;
     }
-    // Drift-free: the next deadline is on the grid first + k * interval. Missed periods are coalesced, so a
-    // re-armed timer is due strictly after now and fires at most once per Advance.
-    uint64_t next = SaturatingAdd(r.deadline_ns, r.interval_ns);
-    if (next <= now_ns && next != UINT64_MAX) {
-      const uint64_t periods = (now_ns - r.deadline_ns) / r.interval_ns + 1;
-      const unsigned __int128 ahead = static_cast<unsigned __int128>(periods) * r.interval_ns + r.deadline_ns;
-      next = ahead > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(ahead);
-    }
-    fired.next_deadline_ns = next;
-    sink(fired);
-    r.deadline_ns = next;
-    r.ttl_ns = r.interval_ns;  // Re-armed timers share a Lawn bucket per interval, in firing order.
-    File(ref, /*ttl_based=*/next - now_ns == r.interval_ns);
+    fired += FireOne(ref, now_ns, decision.action == Admission::kSkip, sink);
   }
+  return fired;
+}
+
+bool Shard::FireOne(TimerRef ref, uint64_t now_ns, bool skip, FiredSink sink) {
+  TimerRecord& r = pool_[ref];
+  Fired fired{ViewOf(ref), 0, skip};
+  if (r.interval_ns == 0) {
+    sink(fired);
+    index_.erase(ref);
+    pool_.Free(ref);
+    return true;
+  }
+  // Drift-free: the next deadline is on the grid first + k * interval. Missed periods are coalesced, so a
+  // re-armed timer is due strictly after now and fires at most once per Advance.
+  uint64_t next = SaturatingAdd(r.deadline_ns, r.interval_ns);
+  if (next <= now_ns && next != UINT64_MAX) {
+    const uint64_t periods = (now_ns - r.deadline_ns) / r.interval_ns + 1;
+    const unsigned __int128 ahead = static_cast<unsigned __int128>(periods) * r.interval_ns + r.deadline_ns;
+    next = ahead > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(ahead);
+  }
+  fired.next_deadline_ns = next;
+  sink(fired);
+  r.deadline_ns = next;
+  r.ttl_ns = r.interval_ns;  // Re-armed timers share a Lawn bucket per interval, in firing order.
+  File(ref, /*ttl_based=*/next - now_ns == r.interval_ns);
+  return !skip;
+}
+
+void Shard::Hold(TimerRef ref, uint16_t group) {
+  HeldList& list = held_[group];
+  TimerRecord& r = pool_[ref];
+  r.home = Home::kHeld;
+  r.location = group;
+  r.next = kNoTimer;
+  r.prev = list.tail;
+  if (list.tail != kNoTimer) {
+    pool_[list.tail].next = ref;
+  } else {
+    list.head = ref;
+  }
+  list.tail = ref;
+  ++list.size;
+  ++held_count_;
+}
+
+void Shard::Unhold(TimerRef ref) {
+  TimerRecord& r = pool_[ref];
+  auto it = held_.find(r.location);
+  if (it == held_.end()) InvariantBroken("held timer's group has no list");
+  HeldList& list = it->second;
+  if (r.prev != kNoTimer) {
+    pool_[r.prev].next = r.next;
+  } else {
+    list.head = r.next;
+  }
+  if (r.next != kNoTimer) {
+    pool_[r.next].prev = r.prev;
+  } else {
+    list.tail = r.prev;
+  }
+  r.prev = r.next = kNoTimer;
+  r.home = Home::kNone;
+  --held_count_;
+  if (--list.size == 0) held_.erase(it);
+}
+
+size_t Shard::held(uint16_t group) const {
+  auto it = held_.find(group);
+  return it == held_.end() ? 0 : it->second.size;
+}
+
+size_t Shard::ReleaseHeld(uint16_t group, uint64_t now_ns, AdmitFn admit, FiredSink sink) {
+  size_t fired = 0;
+  while (true) {
+    auto it = held_.find(group);
+    if (it == held_.end()) break;
+    const TimerRef ref = it->second.head;
+    const AdmitDecision decision = admit(ViewOf(ref));
+    const bool recurring = pool_[ref].interval_ns != 0;
+    if (decision.action == Admission::kHold || (decision.action == Admission::kSkip && !recurring)) break;
+    Unhold(ref);  // May erase the list: `it` is not used again.
+    fired += FireOne(ref, now_ns, decision.action == Admission::kSkip, sink);
+  }
+  return fired;
 }
 
 std::vector<Timer> Shard::AdvanceCollect(uint64_t now_ns) {
@@ -241,7 +316,24 @@ void Shard::CheckInvariants() const {
   lawn_.CheckInvariants();
   wheel_.CheckInvariants();
   if (index_.size() != pool_.live()) InvariantBroken("index size differs from live records");
-  if (lawn_.size() + wheel_.size() != pool_.live()) InvariantBroken("filed timers differ from live records");
+  if (lawn_.size() + wheel_.size() + held_count_ != pool_.live()) {
+    InvariantBroken("filed and held timers differ from live records");
+  }
+  size_t held = 0;
+  for (const auto& [group, list] : held_) {
+    if (list.size == 0 || list.head == kNoTimer) InvariantBroken("empty held list kept");
+    size_t n = 0;
+    TimerRef prev = kNoTimer;
+    for (TimerRef ref = list.head; ref != kNoTimer; ref = pool_[ref].next) {
+      const TimerRecord& r = pool_[ref];
+      if (r.home != Home::kHeld || r.location != group || r.prev != prev) InvariantBroken("held list links");
+      prev = ref;
+      ++n;
+    }
+    if (n != list.size || prev != list.tail) InvariantBroken("held list size or tail");
+    held += n;
+  }
+  if (held != held_count_) InvariantBroken("held count");
   for (TimerRef ref : index_) {
     const TimerRecord& r = pool_[ref];
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");

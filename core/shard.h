@@ -15,6 +15,13 @@
 // fell so far behind that the next deadline is also past, missed periods are coalesced: the timer fires once
 // for this Advance and is re-armed at the first deadline on its grid that is after `now_ns`.
 //
+// Holding: the caller may refuse to take a due timer now (its consumer is full). Advance's `admit` decides
+// per due timer: fire it, hold it (it leaves the wheel and Lawn for a FIFO list of its hold group, keeps its
+// deadline, stays pending: Get, Delete, Reschedule and replace work on it as on any timer, and it is not
+// reported again until ReleaseHeld offers it), or, for a recurring timer, skip this firing (it is re-armed on
+// its grid and reported with `skipped` set, so the caller can persist its next deadline). A held timer is
+// never fired early: it was due when held, and it fires only when released.
+//
 // Thread-safety: none. A shard is owned by one thread.
 #pragma once
 
@@ -25,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -87,9 +95,22 @@ struct Timer {
 struct Fired {
   TimerView timer;
   uint64_t next_deadline_ns = 0;
+  bool skipped = false;  // A recurring timer's firing the caller skipped (Admission::kSkip): re-armed only.
 };
 
 using FiredSink = absl::FunctionRef<void(const Fired&)>;
+
+// What to do with one due timer (see "Holding" above).
+enum class Admission : uint8_t {
+  kFire,
+  kHold,  // Keep it pending in hold group `group` until ReleaseHeld(group) admits it.
+  kSkip,  // Recurring timers: re-arm without firing. A one-shot timer is held instead.
+};
+struct AdmitDecision {
+  Admission action = Admission::kFire;
+  uint16_t group = 0;
+};
+using AdmitFn = absl::FunctionRef<AdmitDecision(const TimerView&)>;
 
 // The 32-bit hash of an id that orders same-deadline expirations (and keys the shard's index).
 uint32_t TimerIdHash(std::string_view id);
@@ -121,6 +142,15 @@ class Shard {
 
   // Fires every timer due at `now_ns` in the order above, calling `sink` for each; returns the count.
   size_t Advance(uint64_t now_ns, FiredSink sink);
+  // As above, asking `admit` first for each due timer; returns the count of timers reported to `sink`.
+  size_t Advance(uint64_t now_ns, AdmitFn admit, FiredSink sink);
+  // Offers the timers held in `group`, oldest first, to `admit` again, until it holds one (which stays
+  // first). Returns the count reported to `sink`.
+  size_t ReleaseHeld(uint16_t group, uint64_t now_ns, AdmitFn admit, FiredSink sink);
+  // Timers held now (all groups).
+  size_t held() const { return held_count_; }
+  // Timers held in `group`.
+  size_t held(uint16_t group) const;
   // Convenience for tests and tools: Advance collecting owning copies.
   std::vector<Timer> AdvanceCollect(uint64_t now_ns);
 
@@ -168,7 +198,12 @@ class Shard {
   void File(TimerRef ref, bool ttl_based);
   void Unfile(TimerRef ref);
   uint64_t DeadlineTick(uint64_t deadline_ns) const;
-  void FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, FiredSink sink);
+  // Sorts a tick's due timers and offers each to `admit`; returns the count reported to `sink`.
+  size_t FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, AdmitFn admit, FiredSink sink);
+  // Fires (or, `skip`, re-arms without firing) one unfiled due timer; returns whether `sink` saw a firing.
+  bool FireOne(TimerRef ref, uint64_t now_ns, bool skip, FiredSink sink);
+  void Hold(TimerRef ref, uint16_t group);
+  void Unhold(TimerRef ref);
 
   uint64_t tick_ns_;
   TimerPool pool_;
@@ -181,6 +216,13 @@ class Shard {
     uint32_t id_hash;
     TimerRef ref;
   };
+  struct HeldList {
+    TimerRef head = kNoTimer;
+    TimerRef tail = kNoTimer;
+    size_t size = 0;
+  };
+  absl::flat_hash_map<uint16_t, HeldList> held_;  // Hold group -> its FIFO of held timers (none empty).
+  size_t held_count_ = 0;
   std::vector<TimerRef> group_;   // Scratch for Advance; reused so firing does not allocate.
   std::vector<FireKey> keys_;     // Sort keys of group_, so sorting touches neither records nor ids.
 };

@@ -24,7 +24,7 @@ using TimerRef = uint32_t;
 inline constexpr TimerRef kNoTimer = UINT32_MAX;
 
 // Where a pending timer is filed; lets delete and reschedule find its container in O(1).
-enum class Home : uint8_t { kNone, kLawn, kWheel };
+enum class Home : uint8_t { kNone, kLawn, kWheel, kHeld };
 
 struct TimerRecord {
   static constexpr uint32_t kInlineBytes = 16;
@@ -42,7 +42,7 @@ struct TimerRecord {
   uint32_t id_size = 0;
   uint32_t payload_size = 0;
   uint32_t id_hash = 0;   // Cached hash of the id: rehashing the index never touches the blob.
-  uint16_t location = 0;  // Lawn: unused (bucket found by ttl); wheel: level * 64 + slot.
+  uint16_t location = 0;  // Lawn: unused (bucket found by ttl); wheel: level * 64 + slot; held: its group.
   Home home = Home::kNone;
   uint8_t reserved = 0;
 

@@ -1,8 +1,11 @@
 #include "server/admin_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <vector>
 
+#include "server/metrics.h"
 #include "server/proto_convert.h"
 #include "server/validation.h"
 #include "spdlog/spdlog.h"
@@ -10,56 +13,125 @@
 
 namespace lawn {
 
+namespace {
+
+// Free space a checkpoint needs beyond the guard: SST files are hard links, but the WAL, MANIFEST and
+// OPTIONS files are copied.
+constexpr uint64_t kCheckpointHeadroomBytes = uint64_t{64} << 20;
+
+std::filesystem::path CheckpointsDir(const std::string& data_dir) {
+  std::error_code ec;
+  return std::filesystem::absolute(data_dir, ec) / RocksDbTimerStore::kCheckpointsDir;
+}
+
+}  // namespace
+
+AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention,
+                                   Metrics* metrics)
+    : store_(store), data_dir_(std::move(data_dir)), retention_(retention), metrics_(metrics) {
+  if (store_ != nullptr && metrics_ != nullptr) {
+    std::error_code ec;
+    size_t count = 0;
+    for (auto it = std::filesystem::directory_iterator(CheckpointsDir(data_dir_), ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      ++count;
+    }
+    metrics_->checkpoints().Set(static_cast<double>(count));
+  }
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext* context,
                                                              const v1::CreateCheckpointRequest* request,
                                                              v1::CreateCheckpointResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (store_ == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "no store to checkpoint: lawnd runs with durability memory"));
+  auto refuse = [reactor](grpc::StatusCode code, const std::string& message) {
+    reactor->Finish(grpc::Status(code, message));
     return reactor;
+  };
+  if (store_ == nullptr) {
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION, "no store to checkpoint: lawnd runs with durability memory");
   }
   std::string name = request->name();
   if (name.empty()) {
-    name = "checkpoint-" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+    name = "checkpoint-" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               std::chrono::system_clock::now().time_since_epoch())
                                               .count());
   }
   // Same rule as namespaces: a plain file name, no path tricks.
   absl::StatusOr<std::string_view> valid = ValidateNamespace(name);
   if (!valid.ok() || name == "." || name == "..") {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "name: use 1..64 of [a-z0-9._-] (not . or ..), or empty for a timestamped name"));
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  "name: use 1..64 of [a-z0-9._-] (not . or ..), or empty for a timestamped name");
+  }
+  const std::filesystem::path parent = CheckpointsDir(data_dir_);
+  const std::string path = (parent / name).string();
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    return refuse(grpc::StatusCode::ALREADY_EXISTS, "checkpoint '" + name + "' exists at " + path +
+                                                        "; choose another name or leave it empty");
+  }
+  if (absl::Status space = store_->CheckSpace(kCheckpointHeadroomBytes); !space.ok()) {
+    reactor->Finish(ToGrpcStatus(space));
     return reactor;
   }
-  std::error_code ec;
-  const std::filesystem::path parent =
-      std::filesystem::absolute(data_dir_, ec) / RocksDbTimerStore::kCheckpointsDir;
-  const std::string path = (parent / name).string();
   absl::MutexLock lock(&mu_);
-  workers_.emplace_back([this, reactor, response, parent, path] {
+  if (running_) {
+    return refuse(grpc::StatusCode::ABORTED, "a checkpoint is being written; retry when it is done");
+  }
+  running_ = true;
+  if (worker_.joinable()) worker_.join();  // The previous one has finished: running_ was false.
+  worker_ = std::thread([this, reactor, response, parent, path] {
     std::error_code mkdir_ec;
     std::filesystem::create_directories(parent, mkdir_ec);
     absl::Status s = mkdir_ec ? absl::UnavailableError("create " + parent.string() + ": " + mkdir_ec.message())
                               : store_->Checkpoint(path);
     if (s.ok()) {
       response->set_path(path);
-      spdlog::info("checkpoint written to {}", path);
+      const size_t kept = ApplyRetention();
+      if (metrics_ != nullptr) metrics_->checkpoints().Set(static_cast<double>(kept));
+      spdlog::info("checkpoint written to {} ({} kept)", path, kept);
     } else {
       spdlog::warn("checkpoint to {} failed: {}", path, s.ToString());
+    }
+    {
+      absl::MutexLock done(&mu_);
+      running_ = false;
     }
     reactor->Finish(ToGrpcStatus(s));
   });
   return reactor;
 }
 
+size_t AdminServiceImpl::ApplyRetention() {
+  std::error_code ec;
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> all;
+  for (auto it = std::filesystem::directory_iterator(CheckpointsDir(data_dir_), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code time_ec;
+    all.emplace_back(it->last_write_time(time_ec), it->path());
+  }
+  if (retention_ == 0 || all.size() <= retention_) return all.size();
+  std::sort(all.begin(), all.end());  // Oldest first.
+  const size_t drop = all.size() - retention_;
+  for (size_t i = 0; i < drop; ++i) {
+    std::error_code rm_ec;
+    std::filesystem::remove_all(all[i].second, rm_ec);
+    if (rm_ec) {
+      spdlog::warn("checkpoint retention: cannot delete {}: {}", all[i].second.string(), rm_ec.message());
+    } else {
+      spdlog::info("checkpoint retention: deleted {}", all[i].second.string());
+    }
+  }
+  return retention_;
+}
+
 void AdminServiceImpl::Drain() {
-  std::vector<std::thread> workers;
+  std::thread worker;
   {
     absl::MutexLock lock(&mu_);
-    workers.swap(workers_);
+    worker.swap(worker_);
   }
-  for (auto& t : workers) t.join();
+  if (worker.joinable()) worker.join();
 }
 
 }  // namespace lawn

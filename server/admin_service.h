@@ -1,12 +1,16 @@
-// AdminServiceImpl: lawn.v1.AdminService, operator actions. CreateCheckpoint runs RocksDB's checkpoint (disk
-// I/O) on a thread of its own, never on a gRPC callback thread; the threads are joined by Drain.
+// AdminServiceImpl: lawn.v1.AdminService, operator actions.
+//
+// CreateCheckpoint validates the name and the target before anything starts, runs at most one checkpoint at a
+// time (a second call meanwhile gets ABORTED), obeys the free-space guard, and does the disk I/O (RocksDB's
+// checkpoint, then the retention sweep) on a thread of its own, never on a gRPC callback thread. So no flood
+// of calls can pile up threads.
 //
 // Thread-safety: handlers run concurrently on gRPC threads; state is guarded by mu_.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
@@ -14,25 +18,33 @@
 
 namespace lawn {
 
+class Metrics;
 class RocksDbTimerStore;
 
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
-  // `store` is nullptr in `memory` durability; not owned.
-  AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir) : store_(store), data_dir_(std::move(data_dir)) {}
+  // `store` is nullptr in `memory` durability; `metrics` may be nullptr; neither is owned. `retention`: how
+  // many checkpoints to keep (0 = all).
+  AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics);
   ~AdminServiceImpl() override { Drain(); }
 
   grpc::ServerUnaryReactor* CreateCheckpoint(grpc::CallbackServerContext* context,
                                              const v1::CreateCheckpointRequest* request,
                                              v1::CreateCheckpointResponse* response) override;
-  // Waits for running checkpoints.
+  // Waits for a running checkpoint.
   void Drain();
 
  private:
+  // Deletes the oldest checkpoints beyond the retention count; returns how many are kept.
+  size_t ApplyRetention();
+
   RocksDbTimerStore* const store_;
   const std::string data_dir_;
+  const uint32_t retention_;
+  Metrics* const metrics_;
   absl::Mutex mu_;
-  std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread worker_ ABSL_GUARDED_BY(mu_);  // The last checkpoint's thread; joined before the next starts.
 };
 
 }  // namespace lawn

@@ -5,6 +5,7 @@
 // Outbox the subscriber is attached to (documented per field); Wake is called without any outbox lock held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -13,6 +14,10 @@ namespace lawn {
 
 // An expiration this much later than its deadline is marked late (e.g. it was due while lawnd was down).
 inline constexpr uint64_t kLateAfterNs = 1'000'000'000;
+
+// What one outbox entry is charged against the outbox byte bounds beyond its key and payload: the Delivery
+// itself, its ready-queue slot and, while in flight, its map entry and ack-deadline entry.
+inline constexpr uint64_t kOutboxEntryOverheadBytes = 192;
 
 struct Delivery {
   uint64_t delivery_id = 0;
@@ -24,11 +29,18 @@ struct Delivery {
   uint64_t interval_ns = 0;
   uint32_t attempt = 0;  // Deliveries made so far; the next send carries attempt + 1.
   bool late = false;
+
+  // Bytes this entry counts against max_outbox_bytes_per_namespace / max_outbox_bytes.
+  uint64_t Charge() const { return ChargeFor(key.size(), payload.size()); }
+  static uint64_t ChargeFor(size_t key_bytes, size_t payload_bytes) {
+    return key_bytes + payload_bytes + kOutboxEntryOverheadBytes;
+  }
 };
 
 class Subscriber {
  public:
-  Subscriber(uint32_t max_in_flight, bool observe) : max_in_flight(max_in_flight), observe(observe) {}
+  Subscriber(uint32_t max_in_flight, bool observe)
+      : id(next_id_.fetch_add(1, std::memory_order_relaxed)), max_in_flight(max_in_flight), observe(observe) {}
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
   virtual ~Subscriber() = default;
@@ -37,6 +49,9 @@ class Subscriber {
   // must not block.
   virtual void Wake() = 0;
 
+  // Unique in the process, never reused: what an in-flight delivery remembers as its holder, so an ack can be
+  // checked against the stream that holds it even after that stream is gone.
+  const uint64_t id;
   const uint32_t max_in_flight;
   const bool observe;  // A copy of every expiration, best effort, no acks.
 
@@ -45,6 +60,9 @@ class Subscriber {
   bool waiting = false;        // Asked for work and found none: wake it when work arrives.
   std::deque<Delivery> observed;  // Copies queued for an observer (bounded by max_in_flight).
   uint64_t dropped = 0;        // Copies an observer missed because its queue was full.
+
+ private:
+  static inline std::atomic<uint64_t> next_id_{1};
 };
 
 }  // namespace lawn

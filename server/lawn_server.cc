@@ -1,10 +1,13 @@
 #include "server/lawn_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
+
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "server/admin_service.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
@@ -23,6 +26,33 @@ constexpr char kLivenessService[] = "liveness";
 std::string HostOf(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+// The gRPC server limits of Options (config/options.h documents each).
+void ApplyServerLimits(const Options& options, grpc::ServerBuilder& builder) {
+  auto ms = [](std::chrono::nanoseconds d) {
+    return static_cast<int>(std::min<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(),
+                                              INT32_MAX));
+  };
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(options.grpc_max_concurrent_streams));
+  // Keepalive enforcement: pings closer than this (even without calls) count as abuse; GOAWAY after 2.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             ms(options.grpc_keepalive_min_time));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  // The server's own keepalive pings find dead peers (and their Subscribe streams) within ~1.5 minutes.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  if (options.grpc_max_connection_idle.count() > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, ms(options.grpc_max_connection_idle));
+  }
+  if (options.grpc_max_connection_age.count() > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, ms(options.grpc_max_connection_age));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30'000);
+  }
+  grpc::ResourceQuota quota("lawnd");
+  quota.Resize(static_cast<size_t>(options.grpc_memory_quota_bytes));
+  builder.SetResourceQuota(quota);
 }
 
 }  // namespace
@@ -54,12 +84,17 @@ absl::Status LawnServer::Start() {
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
   service_ = std::make_unique<TimerServiceImpl>(*runtime_);
-  admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir);
+  admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir, options_.checkpoint_retention,
+                                              metrics_.get());
   grpc::EnableDefaultHealthCheckService(true);
   // Linking alone can be dropped by --as-needed; the explicit call keeps reflection registered.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  // gRPC sets SO_REUSEPORT by default: a second lawnd on a port in use would start and the kernel would split
+  // clients between two processes with different data. Without it, binding a used port fails.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  ApplyServerLimits(options_, builder);
   builder.RegisterService(service_.get());
   builder.RegisterService(admin_.get());
   // A request larger than this is refused by gRPC with RESOURCE_EXHAUSTED before it is buffered whole.
@@ -82,8 +117,9 @@ void LawnServer::UpdateHealth() {
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   health->SetServingStatus(serving);
   health->SetServingStatus(kServiceName, serving);
-  // For liveness probes: the process answers, whatever it is doing (recovering, draining, failed).
-  health->SetServingStatus(kLivenessService, true);
+  // For liveness probes: SERVING while recovering or draining; NOT_SERVING after a storage failure, which
+  // only a restart (recovering from disk) clears, so Kubernetes restarts the pod.
+  health->SetServingStatus(kLivenessService, !runtime_->write_failed());
 }
 
 TimerStore* LawnServer::store() { return runtime_ != nullptr ? runtime_->store() : nullptr; }

@@ -26,10 +26,15 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                       .Name("lawn_lawn_buckets")
                       .Help("Lawn TTL buckets in use, by shard")
                       .Register(*registry_);
+  auto& held = prometheus::BuildGauge()
+                   .Name("lawn_held_timers")
+                   .Help("Due one-shot timers held in the engine because their namespace's outbox is full, by shard")
+                   .Register(*registry_);
   for (uint32_t s = 0; s < shards; ++s) {
     const std::string shard = std::to_string(s);
     shards_.push_back({&pending.Add({{"shard", shard}, {"structure", "lawn"}}),
-                       &pending.Add({{"shard", shard}, {"structure", "wheel"}}), &buckets.Add({{"shard", shard}})});
+                       &pending.Add({{"shard", shard}, {"structure", "wheel"}}), &buckets.Add({{"shard", shard}}),
+                       &held.Add({{"shard", shard}})});
   }
   auto& ops = prometheus::BuildCounter()
                   .Name("lawn_timer_operations_total")
@@ -53,6 +58,43 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                 .Help("Synced storage writes and explicit WAL syncs")
                 .Register(*registry_)
                 .Add({});
+  skipped_ = &prometheus::BuildCounter()
+                  .Name("lawn_skipped_firings_total")
+                  .Help("Firings of recurring timers skipped because their namespace's outbox was full")
+                  .Register(*registry_)
+                  .Add({});
+  held_ = &prometheus::BuildCounter()
+               .Name("lawn_held_expirations_total")
+               .Help("Times a due one-shot timer was held back because its namespace's outbox was full")
+               .Register(*registry_)
+               .Add({});
+  auto& ignored = prometheus::BuildCounter()
+                      .Name("lawn_acks_ignored_total")
+                      .Help("Acked delivery ids that changed nothing, by reason (unknown: already acked, never "
+                            "sent or from an earlier process; foreign: held by another stream, or an observer)")
+                      .Register(*registry_);
+  acks_unknown_ = &ignored.Add({{"reason", "unknown"}});
+  acks_foreign_ = &ignored.Add({{"reason", "foreign"}});
+  overload_ = &prometheus::BuildCounter()
+                   .Name("lawn_overload_refusals_total")
+                   .Help("Calls refused with UNAVAILABLE because a shard's command queue was full")
+                   .Register(*registry_)
+                   .Add({});
+  checkpoints_ = &prometheus::BuildGauge()
+                      .Name("lawn_checkpoints")
+                      .Help("Checkpoints kept in <data_dir>/checkpoints")
+                      .Register(*registry_)
+                      .Add({});
+  outbox_bytes_ = &prometheus::BuildGauge()
+                       .Name("lawn_outbox_bytes")
+                       .Help("Bytes held by all outboxes, as counted against max_outbox_bytes")
+                       .Register(*registry_)
+                       .Add({});
+  storage_failed_ = &prometheus::BuildGauge()
+                         .Name("lawn_storage_failed")
+                         .Help("1 after a storage write failed for good (lawnd refuses writes until restarted)")
+                         .Register(*registry_)
+                         .Add({});
   auto& requests = prometheus::BuildHistogram()
                        .Name("lawn_request_duration_seconds")
                        .Help("Time from receiving an RPC to answering it, by method")

@@ -43,6 +43,7 @@ class Metrics {
   prometheus::Gauge& pending_lawn(uint32_t shard) { return *shards_[shard].pending_lawn; }
   prometheus::Gauge& pending_wheel(uint32_t shard) { return *shards_[shard].pending_wheel; }
   prometheus::Gauge& lawn_buckets(uint32_t shard) { return *shards_[shard].buckets; }
+  prometheus::Gauge& held_timers(uint32_t shard) { return *shards_[shard].held; }
 
   prometheus::Counter& starts() { return *starts_; }
   prometheus::Counter& deletes() { return *deletes_; }
@@ -50,6 +51,17 @@ class Metrics {
   prometheus::Counter& expirations() { return *expirations_; }
   prometheus::Counter& redeliveries() { return *redeliveries_; }
   prometheus::Counter& storage_syncs() { return *syncs_; }
+  prometheus::Counter& skipped_firings() { return *skipped_; }
+  prometheus::Counter& held_expirations() { return *held_; }
+  // Acks that changed nothing: `unknown` (already acked, never sent, earlier process) or `foreign` (held by
+  // another stream, or sent by an observer).
+  prometheus::Counter& acks_ignored_unknown() { return *acks_unknown_; }
+  prometheus::Counter& acks_ignored_foreign() { return *acks_foreign_; }
+  // Calls refused for a full shard command queue (max_queued_commands).
+  prometheus::Counter& overload_refusals() { return *overload_; }
+  prometheus::Gauge& checkpoints() { return *checkpoints_; }
+  prometheus::Gauge& outbox_bytes() { return *outbox_bytes_; }
+  prometheus::Gauge& storage_failed() { return *storage_failed_; }
   prometheus::Histogram& request_duration(Rpc rpc) { return *request_duration_[static_cast<size_t>(rpc)]; }
   prometheus::Histogram& expiry_lateness() { return *lateness_; }
   prometheus::Histogram& storage_write_duration() { return *storage_write_; }
@@ -63,6 +75,7 @@ class Metrics {
     prometheus::Gauge* pending_lawn;
     prometheus::Gauge* pending_wheel;
     prometheus::Gauge* buckets;
+    prometheus::Gauge* held;
   };
 
   std::shared_ptr<prometheus::Registry> registry_;
@@ -75,6 +88,14 @@ class Metrics {
   prometheus::Counter* expirations_;
   prometheus::Counter* redeliveries_;
   prometheus::Counter* syncs_;
+  prometheus::Counter* skipped_;
+  prometheus::Counter* held_;
+  prometheus::Counter* acks_unknown_;
+  prometheus::Counter* acks_foreign_;
+  prometheus::Counter* overload_;
+  prometheus::Gauge* checkpoints_;
+  prometheus::Gauge* outbox_bytes_;
+  prometheus::Gauge* storage_failed_;
   std::vector<prometheus::Histogram*> request_duration_;
   prometheus::Histogram* lateness_;
   prometheus::Histogram* storage_write_;

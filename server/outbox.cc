@@ -5,12 +5,58 @@
 
 namespace lawn {
 
-Outbox::Outbox(std::string name, uint64_t ack_timeout_ns)
-    : name_(std::move(name)), ack_timeout_ns_(ack_timeout_ns) {}
+Outbox::Outbox(std::string name, uint64_t ack_timeout_ns, OutboxLimits limits, OutboxBudget& budget)
+    : name_(std::move(name)), ack_timeout_ns_(ack_timeout_ns), limits_(limits), budget_(budget) {}
+
+bool Outbox::TryReserve(uint64_t bytes) {
+  // Optimistic add, then roll back: the same pattern as the pending-timer quotas; a concurrent reserver that
+  // sees the transient excess is refused, never admitted beyond the bound.
+  if (entries_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_entries) {
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > limits_.max_bytes) {
+    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (budget_.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes > budget_.max_bytes) {
+    budget_.bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void Outbox::Unreserve(uint64_t entries, uint64_t bytes) {
+  entries_.fetch_sub(entries, std::memory_order_relaxed);
+  bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  budget_.bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void Outbox::Release(const Delivery& d) { Unreserve(1, d.Charge()); }
+
+bool Outbox::full() const { return !FullReason().empty(); }
+
+std::string Outbox::FullReason() const {
+  const uint64_t smallest = kOutboxEntryOverheadBytes;
+  if (entries_.load(std::memory_order_relaxed) >= limits_.max_entries) {
+    return "max_outbox_per_namespace (" + std::to_string(limits_.max_entries) + " expirations)";
+  }
+  if (bytes_.load(std::memory_order_relaxed) + smallest > limits_.max_bytes) {
+    return "max_outbox_bytes_per_namespace (" + std::to_string(limits_.max_bytes) + " bytes)";
+  }
+  if (budget_.bytes.load(std::memory_order_relaxed) + smallest > budget_.max_bytes) {
+    return "max_outbox_bytes (" + std::to_string(budget_.max_bytes) + " bytes over all namespaces)";
+  }
+  return "";
+}
 
 void Outbox::CollectWakeable(std::vector<std::shared_ptr<Subscriber>>* out) {
+  const bool work = ready_.size() > acked_ready_.size();
   for (auto& s : subscribers_) {
-    if (s->waiting && s->in_flight < s->max_in_flight && !ready_.empty()) {
+    if (s->waiting && s->in_flight < s->max_in_flight && work) {
       s->waiting = false;
       out->push_back(s);
     }
@@ -23,7 +69,14 @@ void Outbox::CollectWakeable(std::vector<std::shared_ptr<Subscriber>>* out) {
   }
 }
 
-void Outbox::Publish(std::vector<Delivery> deliveries) {
+void Outbox::Publish(std::vector<Delivery> deliveries, bool reserved) {
+  if (!reserved) {
+    uint64_t bytes = 0;
+    for (const Delivery& d : deliveries) bytes += d.Charge();
+    entries_.fetch_add(deliveries.size(), std::memory_order_relaxed);
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    budget_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
   std::vector<std::shared_ptr<Subscriber>> wake;
   {
     absl::MutexLock lock(&mu_);
@@ -51,10 +104,15 @@ void Outbox::AddSubscriber(std::shared_ptr<Subscriber> subscriber) {
   subscriber->Wake();
 }
 
-void Outbox::Requeue(InFlight& entry) {
+void Outbox::Requeue(uint64_t id, uint64_t ackable_by) {
+  auto it = in_flight_.find(id);
+  InFlight& entry = it->second;
   entry.holder->in_flight--;
+  timeouts_.erase({entry.ack_deadline_ns, id});
+  if (ackable_by != 0) ackable_ready_[id] = Ackable{ackable_by, entry.delivery.Charge()};
   // To the front: it was due before anything still waiting behind it.
   ready_.push_front(std::move(entry.delivery));
+  in_flight_.erase(it);
 }
 
 void Outbox::RemoveSubscriber(const Subscriber* subscriber) {
@@ -68,17 +126,14 @@ void Outbox::RemoveSubscriber(const Subscriber* subscriber) {
     };
     drop(subscribers_);
     drop(observers_);
-    // Return what it held, oldest delivery id first so the ready queue keeps its order.
+    // Return what it held, newest first to the front, so the ready queue keeps delivery-id order. Its acks
+    // can no longer arrive (the stream is gone), so none of these stays ackable.
     std::vector<uint64_t> held;
     for (auto& [id, entry] : in_flight_) {
       if (entry.holder == subscriber) held.push_back(id);
     }
     std::sort(held.rbegin(), held.rend());
-    for (uint64_t id : held) {
-      auto it = in_flight_.find(id);
-      Requeue(it->second);
-      in_flight_.erase(it);
-    }
+    for (uint64_t id : held) Requeue(id, 0);
     redeliveries_ += held.size();
     CollectWakeable(&wake);
   }
@@ -97,35 +152,61 @@ bool Outbox::Next(Subscriber& subscriber, uint64_t now_mono_ns, Delivery* out) {
     out->attempt++;
     return true;
   }
-  if (ready_.empty() || subscriber.in_flight >= subscriber.max_in_flight) {
-    subscriber.waiting = true;
-    return false;
+  while (true) {
+    if (ready_.empty() || subscriber.in_flight >= subscriber.max_in_flight) {
+      subscriber.waiting = true;
+      return false;
+    }
+    Delivery d = std::move(ready_.front());
+    ready_.pop_front();
+    if (acked_ready_.erase(d.delivery_id) > 0) continue;  // Acked late by its last holder: done.
+    ackable_ready_.erase(d.delivery_id);  // Resent: only the new holder's ack counts now.
+    d.attempt++;
+    *out = d;
+    const uint64_t deadline = now_mono_ns + ack_timeout_ns_;
+    timeouts_.emplace(deadline, d.delivery_id);
+    subscriber.in_flight++;
+    in_flight_.insert_or_assign(d.delivery_id, InFlight{std::move(d), subscriber.id, &subscriber, deadline});
+    return true;
   }
-  Delivery d = std::move(ready_.front());
-  ready_.pop_front();
-  d.attempt++;
-  *out = d;
-  const uint64_t deadline = now_mono_ns + ack_timeout_ns_;
-  timeouts_.emplace_back(deadline, d.delivery_id);
-  subscriber.in_flight++;
-  in_flight_.insert_or_assign(d.delivery_id, InFlight{std::move(d), &subscriber, deadline});
-  return true;
 }
 
-void Outbox::Ack(const uint64_t* ids, size_t count, std::vector<uint64_t>* acked) {
+AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<uint64_t>* acked) {
+  AckResult result;
   std::vector<std::shared_ptr<Subscriber>> wake;
   {
     absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < count; ++i) {
-      auto it = in_flight_.find(ids[i]);
-      if (it == in_flight_.end()) continue;
-      it->second.holder->in_flight--;
-      in_flight_.erase(it);
-      acked->push_back(ids[i]);
+      const uint64_t id = ids[i];
+      if (auto it = in_flight_.find(id); it != in_flight_.end()) {
+        InFlight& entry = it->second;
+        if (from.observe || entry.holder_id != from.id) {
+          ++result.foreign;
+          continue;
+        }
+        entry.holder->in_flight--;
+        timeouts_.erase({entry.ack_deadline_ns, id});
+        Release(entry.delivery);
+        in_flight_.erase(it);
+      } else if (auto r = ackable_ready_.find(id); r != ackable_ready_.end()) {
+        if (from.observe || r->second.subscriber_id != from.id) {
+          ++result.foreign;
+          continue;
+        }
+        Unreserve(1, r->second.charge);
+        ackable_ready_.erase(r);
+        acked_ready_.insert(id);
+      } else {
+        ++result.unknown;
+        continue;
+      }
+      ++result.acked;
+      acked->push_back(id);
     }
-    CollectWakeable(&wake);
+    if (result.acked > 0) CollectWakeable(&wake);
   }
   for (auto& s : wake) s->Wake();
+  return result;
 }
 
 size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
@@ -134,18 +215,11 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
   {
     absl::MutexLock lock(&mu_);
     // Collect first, requeue newest-first, so the ready queue's front keeps delivery order.
-    std::vector<uint64_t> due;
-    while (!timeouts_.empty() && timeouts_.front().first <= now_mono_ns) {
-      const auto [deadline, id] = timeouts_.front();
-      timeouts_.pop_front();
-      auto it = in_flight_.find(id);
-      if (it != in_flight_.end() && it->second.ack_deadline_ns == deadline) due.push_back(id);
+    std::vector<std::pair<uint64_t, uint64_t>> due;  // (delivery id, holder id)
+    for (auto it = timeouts_.begin(); it != timeouts_.end() && it->first <= now_mono_ns; ++it) {
+      due.emplace_back(it->second, in_flight_.at(it->second).holder_id);
     }
-    for (auto id = due.rbegin(); id != due.rend(); ++id) {
-      auto it = in_flight_.find(*id);
-      Requeue(it->second);
-      in_flight_.erase(it);
-    }
+    for (auto d = due.rbegin(); d != due.rend(); ++d) Requeue(d->first, d->second);
     expired = due.size();
     redeliveries_ += expired;
     CollectWakeable(&wake);
@@ -156,12 +230,23 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
 
 OutboxCounters Outbox::Counters() const {
   absl::MutexLock lock(&mu_);
-  return {ready_.size(), in_flight_.size(), subscribers_.size(), observers_.size(), redeliveries_};
+  return {ready_.size() - acked_ready_.size(),
+          in_flight_.size(),
+          subscribers_.size(),
+          observers_.size(),
+          redeliveries_,
+          entries_.load(std::memory_order_relaxed),
+          bytes_.load(std::memory_order_relaxed)};
 }
 
 size_t Outbox::size() const {
   absl::MutexLock lock(&mu_);
-  return ready_.size() + in_flight_.size();
+  return ready_.size() - acked_ready_.size() + in_flight_.size();
+}
+
+size_t Outbox::subscriber_count() const {
+  absl::MutexLock lock(&mu_);
+  return subscribers_.size() + observers_.size();
 }
 
 }  // namespace lawn

@@ -15,13 +15,23 @@ namespace {
 // Recovered records travel to their shard in batches of this many.
 constexpr size_t kRecoveryBatch = 4096;
 
+NamespaceLimits LimitsOf(const Options& options) {
+  NamespaceLimits limits;
+  limits.ack_timeout_ns = static_cast<uint64_t>(options.ack_timeout.count());
+  limits.outbox.max_entries = options.max_outbox_per_namespace;
+  limits.outbox.max_bytes = options.max_outbox_bytes_per_namespace;
+  limits.max_outbox_bytes = options.max_outbox_bytes;
+  limits.max_namespaces = options.max_namespaces;
+  return limits;
+}
+
 }  // namespace
 
 Runtime::Runtime(const Options& options, std::unique_ptr<TimerStore> store, Metrics* metrics)
     : options_(options),
       store_(std::move(store)),
       metrics_(metrics),
-      namespaces_(static_cast<uint64_t>(options.ack_timeout.count())) {}
+      namespaces_(LimitsOf(options)) {}
 
 Runtime::~Runtime() { Stop(); }
 
@@ -73,11 +83,14 @@ void Runtime::Recover() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<RecoveredTimer>> pending(workers_.size());
   uint64_t timers = 0, expirations = 0;
+  uint64_t max_delivery_id = 0;
   // Outbox entries are grouped per namespace and published in delivery-id (= key) order.
   NamespaceState* current_ns = nullptr;
   std::vector<Delivery> current;
   auto flush_outbox = [&] {
-    if (current_ns != nullptr && !current.empty()) current_ns->outbox.Publish(std::move(current));
+    // Not reserved: what is on disk comes back even above the bounds (then nothing new fires into that
+    // namespace until it drains).
+    if (current_ns != nullptr && !current.empty()) current_ns->outbox.Publish(std::move(current), false);
     current.clear();
   };
   absl::Status status = absl::OkStatus();
@@ -110,6 +123,7 @@ void Runtime::Recover() {
           d.interval_ns = e.timer.interval_ns;
           d.attempt = e.attempt;
           d.late = e.fired_at_unix_ns - e.timer.deadline_unix_ns > static_cast<int64_t>(kLateAfterNs);
+          max_delivery_id = std::max(max_delivery_id, e.delivery_id);
           current.push_back(std::move(d));
           ++expirations;
         });
@@ -124,7 +138,7 @@ void Runtime::Recover() {
     Submit(shard, std::make_unique<BarrierCommand>(barrier));
   }
   barrier->Wait();
-  for (auto& w : workers_) w->EnableExpiry();
+  for (auto& w : workers_) w->EnableExpiry(max_delivery_id);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (status.ok()) {
     spdlog::info("recovery done: {} timers and {} undelivered expirations in {:.3f} s ({:.0f} timers/s)", timers,
@@ -165,6 +179,8 @@ void Runtime::Background() {
     lock.unlock();
     const uint64_t now = TimeBase::MonoNowNs();
     for (NamespaceState* ns : namespaces_.All()) {
+      // The ack path releases held timers as soon as it frees room; this catches a hold that raced with it.
+      MaybeReleaseHeld(ns);
       const size_t redelivered = ns->outbox.ExpireAcks(now);
       if (redelivered > 0) {
         spdlog::warn("namespace '{}': {} expirations not acked within ack_timeout; redelivering", ns->name(),
@@ -193,10 +209,26 @@ void Runtime::Submit(uint32_t shard, std::unique_ptr<ShardCommand> command) {
   workers_[shard]->Submit(std::move(command));
 }
 
-void Runtime::PersistAcks(std::vector<uint64_t> delivery_ids) {
-  if (store_ == nullptr || delivery_ids.empty()) return;
-  const uint32_t shard = static_cast<uint32_t>(delivery_ids.front() % workers_.size());
-  Submit(shard, std::make_unique<AckCommand>(std::move(delivery_ids)));
+bool Runtime::Overloaded(uint32_t shard) const {
+  return workers_[shard]->queued() >= options_.max_queued_commands;
+}
+
+void Runtime::PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids) {
+  if (delivery_ids.empty()) return;
+  if (store_ != nullptr) {
+    const uint32_t shard = static_cast<uint32_t>(delivery_ids.front() % workers_.size());
+    Submit(shard, std::make_unique<AckCommand>(std::move(delivery_ids)));
+  }
+  MaybeReleaseHeld(ns);
+}
+
+void Runtime::MaybeReleaseHeld(NamespaceState* ns) {
+  if (!ns->holding.load(std::memory_order_acquire) || ns->outbox.full()) return;
+  if (!ns->holding.exchange(false, std::memory_order_acq_rel)) return;  // Another thread released them.
+  // A shard that cannot fire them all holds the rest again and sets `holding` again.
+  for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
+    Submit(shard, std::make_unique<ReleaseCommand>(ns));
+  }
 }
 
 absl::Status Runtime::write_status() const {
@@ -214,6 +246,7 @@ void Runtime::ReportWriteFailure(const absl::Status& status) {
                                            std::string(status.message()));
   }
   write_failed_.store(true, std::memory_order_release);
+  if (metrics_ != nullptr) metrics_->storage_failed().Set(1);
   spdlog::critical("storage write failed: {}; refusing writes and reporting NOT_SERVING until restart",
                    status.ToString());
   NotifyHealth();
@@ -256,6 +289,7 @@ void Runtime::UpdateMetrics(bool with_disk) {
     if (c.redeliveries > seen) metrics_->redeliveries().Increment(static_cast<double>(c.redeliveries - seen));
     seen = c.redeliveries;
   }
+  if (metrics_ != nullptr) metrics_->outbox_bytes().Set(static_cast<double>(namespaces_.outbox_bytes()));
   if (with_disk && store_ != nullptr && metrics_ != nullptr) {
     absl::StatusOr<uint64_t> bytes = store_->DataBytes();
     if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));

@@ -69,13 +69,19 @@ class Runtime {
   uint32_t shard_count() const { return static_cast<uint32_t>(workers_.size()); }
   uint32_t ShardFor(std::string_view key) const;
   void Submit(uint32_t shard, std::unique_ptr<ShardCommand> command);
-  // Deletes acked expirations from the store (asynchronously, through the workers).
-  void PersistAcks(std::vector<uint64_t> delivery_ids);
+  // True when a shard's command queue holds max_queued_commands: calls for it are refused (backpressure).
+  bool Overloaded(uint32_t shard) const;
+  // Deletes acked expirations from the store (asynchronously, through the workers), and releases the
+  // timers the shards hold for `ns` if its outbox has room now.
+  void PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids);
+  // Asks every shard to offer the timers it holds for `ns` again, if some are held and the outbox has room.
+  void MaybeReleaseHeld(NamespaceState* ns);
 
   Namespaces& namespaces() { return namespaces_; }
   const TimeBase& time() const { return time_; }
   const Options& options() const { return options_; }
   std::atomic<uint64_t>& total_pending() { return total_pending_; }
+  std::atomic<uint64_t>& total_pending_bytes() { return total_pending_bytes_; }
   uint64_t boot_epoch() const { return boot_epoch_; }
   RecoveryStats recovery_stats() const;
   TimerStore* store() { return store_.get(); }
@@ -100,6 +106,7 @@ class Runtime {
   Namespaces namespaces_;
   std::vector<std::unique_ptr<ShardWorker>> workers_;
   std::atomic<uint64_t> total_pending_{0};
+  std::atomic<uint64_t> total_pending_bytes_{0};  // Id + payload bytes of the pending timers.
   uint64_t boot_epoch_ = 0;
 
   std::atomic<bool> ready_{false};

@@ -26,6 +26,8 @@ struct RoundCounters {
   uint64_t starts = 0;
   uint64_t deletes = 0;
   uint64_t reschedules = 0;
+  uint64_t skipped = 0;  // Recurring firings skipped because their namespace's outbox was full.
+  uint64_t held = 0;     // Due one-shot timers held back for the same reason.
 };
 
 class ShardContext {
@@ -42,6 +44,8 @@ class ShardContext {
   // Status of the free-space guard for this round: writes must not be applied when it is not OK.
   virtual const absl::Status& write_admission() const = 0;
   virtual RoundCounters& counters() = 0;
+  // Offers the shard's timers held for `ns` (its outbox was full) to the outbox again in this round.
+  virtual void ReleaseHeld(NamespaceState* ns) = 0;
 };
 
 class ShardCommand {

@@ -28,9 +28,8 @@ ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& r
       store_(store),
       sync_mode_(sync_mode),
       late_after_ns_(std::max<uint64_t>(kLateAfterNs, options.tick_ns)),
-      shard_(options) {
-  delivery_base_ = ((runtime.boot_epoch() & 0xFFFFF) << 44) | (uint64_t{index & 0xFF} << 36);
-}
+      shard_(options),
+      delivery_ids_(index) {}
 
 ShardWorker::~ShardWorker() { Stop(); }
 
@@ -41,14 +40,17 @@ void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(command));
+    queued_.store(queue_.size(), std::memory_order_relaxed);
     wake = sleeping_;
   }
   if (wake) cv_.notify_one();
 }
 
-void ShardWorker::EnableExpiry() {
+void ShardWorker::EnableExpiry(uint64_t min_delivery_id) {
   {
     std::lock_guard lock(mu_);
+    // Read by the worker thread only after it sees expiry_enabled_ under mu_.
+    delivery_ids_.RaiseFloor(min_delivery_id);
     expiry_enabled_ = true;
   }
   cv_.notify_one();
@@ -100,6 +102,7 @@ void ShardWorker::Run() {
         sleeping_ = false;
       }
       commands.swap(queue_);
+      queued_.store(0, std::memory_order_relaxed);
       stop = stopping_;
     }
     if (!commands.empty() || !stop) RunRound(commands, !stop);
@@ -138,7 +141,12 @@ void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands,
     if (!written.ok()) runtime_.ReportWriteFailure(written);
   }
   for (auto& command : commands) command->Done(written);
-  if (!written.ok()) return;  // Nothing fired this round is acknowledged; the disk still has the timers.
+  if (!written.ok()) {
+    // Nothing fired this round is acknowledged; the disk still has the timers. Return the outbox room.
+    for (auto& [ns, d] : deliveries_) ns->outbox.Unreserve(1, d.Charge());
+    deliveries_.clear();
+    return;
+  }
   PublishMetrics(deliveries_.size());
 
   // Publish per namespace in one call each (deliveries_ is grouped by the order timers fired).
@@ -147,7 +155,7 @@ void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands,
     NamespaceState* ns = deliveries_[i].first;
     std::vector<Delivery> group;
     while (i < deliveries_.size() && deliveries_[i].first == ns) group.push_back(std::move(deliveries_[i++].second));
-    ns->outbox.Publish(std::move(group));
+    ns->outbox.Publish(std::move(group), /*reserved=*/true);
   }
   deliveries_.clear();
 }
@@ -159,46 +167,89 @@ void ShardWorker::PublishMetrics(uint64_t expired) {
   if (counters_.deletes != 0) m->deletes().Increment(static_cast<double>(counters_.deletes));
   if (counters_.reschedules != 0) m->reschedules().Increment(static_cast<double>(counters_.reschedules));
   if (expired != 0) m->expirations().Increment(static_cast<double>(expired));
+  if (counters_.skipped != 0) m->skipped_firings().Increment(static_cast<double>(counters_.skipped));
+  if (counters_.held != 0) m->held_expirations().Increment(static_cast<double>(counters_.held));
+  m->held_timers(index_).Set(static_cast<double>(shard_.held()));
   m->pending_lawn(index_).Set(static_cast<double>(shard_.lawn_pending()));
   m->pending_wheel(index_).Set(static_cast<double>(shard_.wheel_pending()));
   m->lawn_buckets(index_).Set(static_cast<double>(shard_.lawn_buckets()));
 }
 
-void ShardWorker::Expire() {
+void ShardWorker::ReleaseHeld(NamespaceState* ns) {
+  if (std::find(release_.begin(), release_.end(), ns) == release_.end()) release_.push_back(ns);
+}
+
+AdmitDecision ShardWorker::Admit(const TimerView& t) {
+  const auto [ns_name, id] = Runtime::SplitKey(t.id);
+  absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);
+  if (!ns.ok()) {
+    // Only a recovered timer of a namespace beyond max_namespaces: it stays pending (and on disk), held in a
+    // group no release names, until a restart with a higher limit.
+    admitted_ns_ = nullptr;
+    return {Admission::kHold, UINT16_MAX};
+  }
+  admitted_ns_ = *ns;
+  if ((*ns)->outbox.TryReserve(Delivery::ChargeFor(t.id.size(), t.payload.size()))) return {Admission::kFire, 0};
+  // The outbox is full. Recurring timers skip this firing (and stay on their grid); one-shot timers wait in
+  // the engine, pending, until acks make room (the runtime then asks every shard to release them).
+  if (t.interval_ns != 0) {
+    counters_.skipped++;
+    return {Admission::kSkip, (*ns)->index};
+  }
+  counters_.held++;
+  (*ns)->holding.store(true, std::memory_order_release);
+  return {Admission::kHold, (*ns)->index};
+}
+
+void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
   const TimeBase& time = runtime_.time();
-  const int64_t fired_at = TimeBase::WallNowNs();
   StoreBatch* batch = this->batch();
-  shard_.Advance(now_mono_ns_, [&](const Fired& fired) {
-    const TimerView& t = fired.timer;
-    const auto [ns_name, id] = Runtime::SplitKey(t.id);
-    absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);
-    if (!ns.ok()) return;  // Only possible beyond kMaxNamespaces, which starts refuse first.
-    Delivery d;
-    d.delivery_id = NextDeliveryId();
-    d.key.assign(t.id);
-    d.payload.assign(t.payload);
-    d.deadline_unix_ns = time.ToWall(t.deadline_ns);
-    d.fired_at_unix_ns = fired_at;
-    d.ttl_ns = t.ttl_ns;
-    d.interval_ns = t.interval_ns;
-    d.late = now_mono_ns_ > t.deadline_ns + late_after_ns_;
+  const TimerView& t = fired.timer;
+  NamespaceState* ns = admitted_ns_;
+  if (fired.skipped) {
+    // Nothing delivered: only the re-armed deadline is stored, so a restart does not fire the skipped one.
     if (batch != nullptr) {
-      // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
-      // enters the outbox.
-      if (fired.next_deadline_ns != 0) {
-        batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
-      } else {
-        batch->DeleteTimer(t.id);
-      }
-      batch->PutExpiration(d.delivery_id, t.id, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload,
-                           fired_at, 0);
+      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
     }
-    if (fired.next_deadline_ns == 0) {
-      (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
-      runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  Delivery d;
+  d.delivery_id = delivery_ids_.Next(fired_at / 1'000'000);
+  d.key.assign(t.id);
+  d.payload.assign(t.payload);
+  d.deadline_unix_ns = time.ToWall(t.deadline_ns);
+  d.fired_at_unix_ns = fired_at;
+  d.ttl_ns = t.ttl_ns;
+  d.interval_ns = t.interval_ns;
+  d.late = now_mono_ns_ > t.deadline_ns + late_after_ns_;
+  if (batch != nullptr) {
+    // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
+    // enters the outbox.
+    if (fired.next_deadline_ns != 0) {
+      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+    } else {
+      batch->DeleteTimer(t.id);
     }
-    deliveries_.emplace_back(*ns, std::move(d));
-  });
+    batch->PutExpiration(d.delivery_id, t.id, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload, fired_at,
+                         0);
+  }
+  if (fired.next_deadline_ns == 0) {
+    ns->pending.fetch_sub(1, std::memory_order_relaxed);
+    ns->pending_bytes.fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+    runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    runtime_.total_pending_bytes().fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+  }
+  deliveries_.emplace_back(ns, std::move(d));
+}
+
+void ShardWorker::Expire() {
+  const int64_t fired_at = TimeBase::WallNowNs();
+  auto admit = [this](const TimerView& t) { return Admit(t); };
+  auto sink = [this, fired_at](const Fired& fired) { OnFired(fired, fired_at); };
+  // Held timers first: they were due before anything that comes due now.
+  for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index, now_mono_ns_, admit, sink);
+  release_.clear();
+  shard_.Advance(now_mono_ns_, admit, sink);
 }
 
 }  // namespace lawn

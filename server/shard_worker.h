@@ -9,6 +9,7 @@
 // Thread-safety: Submit and Stop may be called from any thread; everything else runs on the worker thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/shard.h"
 #include "server/delivery.h"
+#include "server/delivery_ids.h"
 #include "server/shard_command.h"
 #include "storage/store_batch.h"
 #include "storage/timer_store.h"
@@ -39,10 +41,13 @@ class ShardWorker final : private ShardContext {
   void Start();
   // Queues a command; it runs in the worker's next round.
   void Submit(std::unique_ptr<ShardCommand> command);
+  // Commands queued and not yet taken by the worker (approximate; for backpressure).
+  size_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // Runs the commands already queued, then ends the thread. Pending timers stay pending (and on disk).
   void Stop();
-  // Fire nothing until EnableExpiry (used while recovery loads the shard).
-  void EnableExpiry();
+  // Fire nothing until EnableExpiry (used while recovery loads the shard). Delivery ids issued from then on
+  // are greater than `min_delivery_id` (the largest recovered one).
+  void EnableExpiry(uint64_t min_delivery_id);
 
  private:
   // ShardContext
@@ -54,13 +59,17 @@ class ShardWorker final : private ShardContext {
   absl::StatusOr<NamespaceState*> Namespace(std::string_view name) override;
   const absl::Status& write_admission() const override { return admission_; }
   RoundCounters& counters() override { return counters_; }
+  void ReleaseHeld(NamespaceState* ns) override;
   void PublishMetrics(uint64_t expired);
 
   void Run();
   void RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
-  // Fires due timers into the batch and `deliveries_`.
+  // Fires due timers (and held timers whose outbox has room again) into the batch and `deliveries_`.
   void Expire();
-  uint64_t NextDeliveryId() { return delivery_base_ | (delivery_counter_++ & ((uint64_t{1} << 36) - 1)); }
+  // Reserves outbox room for a due timer, or decides to hold (one-shot) or skip (recurring) it.
+  AdmitDecision Admit(const TimerView& t);
+  // Records one firing admitted by Admit.
+  void OnFired(const Fired& fired, int64_t fired_at);
 
   const uint32_t index_;
   Runtime& runtime_;
@@ -72,14 +81,16 @@ class ShardWorker final : private ShardContext {
   uint64_t now_mono_ns_ = 0;
   absl::Status admission_;
   RoundCounters counters_;
-  uint64_t delivery_base_ = 0;  // boot epoch << 44 | shard << 36: ids are unique across shards and restarts.
-  uint64_t delivery_counter_ = 1;
+  DeliveryIds delivery_ids_;
+  NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
+  std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
   std::vector<std::pair<NamespaceState*, Delivery>> deliveries_;  // Fired this round, published after the write.
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ShardCommand>> queue_;  // Guarded by mu_.
+  std::atomic<size_t> queued_{0};                       // queue_.size(), readable without mu_.
   bool sleeping_ = false;                               // Guarded by mu_.
   bool stopping_ = false;                               // Guarded by mu_.
   bool expiry_enabled_ = false;                         // Guarded by mu_.

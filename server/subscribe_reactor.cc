@@ -68,12 +68,16 @@ grpc::Status StreamRegistry::closing_status() const {
 
 // ---- SubscribeReactor -------------------------------------------------------------------------------------
 
-SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry)
+SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission)
     : runtime_(runtime), registry_(registry) {
   registry_.Add(this);
   const grpc::Status closing = registry_.closing_status();
   if (!closing.ok()) {
     Close(closing);
+    return;
+  }
+  if (!admission.ok()) {
+    Close(admission);
     return;
   }
   StartRead(&request_);
@@ -102,15 +106,26 @@ void SubscribeReactor::OnReadDone(bool ok) {
                        "`open` may be sent only once, as the first message; later messages must be `ack`"));
     return;
   }
-  Outbox* outbox;
+  NamespaceState* ns;
+  std::shared_ptr<StreamHandle> handle;
   {
     absl::MutexLock lock(&mu_);
-    outbox = outbox_;
+    ns = ns_;
+    handle = handle_;
   }
   std::vector<uint64_t> acked;
   const auto& ids = request_.ack().delivery_ids();
-  outbox->Ack(ids.data(), static_cast<size_t>(ids.size()), &acked);
-  runtime_.PersistAcks(std::move(acked));
+  // Only this stream's own deliveries are acked; anything else is counted and ignored.
+  const AckResult result = ns->outbox.Ack(*handle, ids.data(), static_cast<size_t>(ids.size()), &acked);
+  if (result.unknown + result.foreign > 0) {
+    spdlog::debug("namespace '{}': ignored {} unknown and {} foreign acked ids", ns->name(), result.unknown,
+                  result.foreign);
+    if (Metrics* m = runtime_.metrics()) {
+      if (result.unknown > 0) m->acks_ignored_unknown().Increment(static_cast<double>(result.unknown));
+      if (result.foreign > 0) m->acks_ignored_foreign().Increment(static_cast<double>(result.foreign));
+    }
+  }
+  runtime_.PersistAcks(ns, std::move(acked));
   StartRead(&request_);
 }
 
@@ -134,11 +149,20 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     Close(ToGrpcStatus(ns.status()));
     return;
   }
+  const uint32_t max_subscribers = runtime_.options().max_subscribers_per_namespace;
+  // Checked, not reserved: concurrent opens may pass the cap by a few (one per gRPC thread).
+  if ((*ns)->outbox.subscriber_count() >= max_subscribers) {
+    Close(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "namespace '" + std::string(*ns_name) + "' has max_subscribers_per_namespace (" +
+                           std::to_string(max_subscribers) + ") streams attached; close some or raise the limit"));
+    return;
+  }
   auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe());
   {
     absl::MutexLock lock(&mu_);
     if (closing_) return;
     handle_ = handle;
+    ns_ = *ns;
     outbox_ = &(*ns)->outbox;
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {})", *ns_name, max_in_flight,

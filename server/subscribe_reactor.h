@@ -22,6 +22,7 @@ namespace lawn {
 
 class Outbox;
 class Runtime;
+struct NamespaceState;
 class SubscribeReactor;
 
 // The live Subscribe streams, so a drain can end them all.
@@ -43,7 +44,8 @@ class StreamRegistry {
 
 class SubscribeReactor final : public grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse> {
  public:
-  SubscribeReactor(Runtime& runtime, StreamRegistry& registry);
+  // `admission`: OK, or why new streams are refused now (recovering, draining): the stream ends with it.
+  SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -67,6 +69,7 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<v1::SubscribeReque
   absl::Mutex mu_;
   v1::SubscribeResponse response_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<StreamHandle> handle_ ABSL_GUARDED_BY(mu_);
+  NamespaceState* ns_ ABSL_GUARDED_BY(mu_) = nullptr;
   Outbox* outbox_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;

@@ -48,28 +48,54 @@ void StartCommand::Apply(ShardContext& ctx) {
       op.status = ns.status();
       continue;
     }
-    const bool exists = ctx.shard().Get(op.key).has_value();
+    NamespaceState& state = **ns;
+    // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
+    if (const std::string full = state.outbox.FullReason(); !full.empty()) {
+      op.status = absl::ResourceExhaustedError("namespace '" + std::string(ns_name) + "': its outbox holds " +
+                                               full + " of unacknowledged expirations; subscribe and ack them");
+      continue;
+    }
+    const std::optional<TimerView> existing = ctx.shard().Get(op.key);
+    const bool exists = existing.has_value();
     if (exists && !op.replace) {
       op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
       continue;
     }
-    if (!exists) {
-      // Reserve before starting; released below if the start fails.
-      if (runtime.total_pending().fetch_add(1, std::memory_order_relaxed) >= options.max_pending_timers) {
-        runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
-        op.status = absl::ResourceExhaustedError("lawnd holds max_pending_timers (" +
-                                                 std::to_string(options.max_pending_timers) +
-                                                 ") pending timers; delete some or raise the limit");
-        continue;
-      }
-      if ((*ns)->pending.fetch_add(1, std::memory_order_relaxed) >= options.max_pending_per_namespace) {
-        (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
-        runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
-        op.status = absl::ResourceExhaustedError(
-            "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
-            std::to_string(options.max_pending_per_namespace) + ") pending timers");
-        continue;
-      }
+    // Quotas are reserved before the start (optimistic add, rolled back on refusal or failure) so concurrent
+    // shards never admit past a bound together. A replace changes the byte count only.
+    const uint64_t bytes = op.key.size() + op.payload.size();
+    const uint64_t old_bytes = exists ? existing->id.size() + existing->payload.size() : 0;
+    const uint64_t added_timers = exists ? 0 : 1;
+    const uint64_t added_bytes = bytes > old_bytes ? bytes - old_bytes : 0;
+    const uint64_t freed_bytes = old_bytes > bytes ? old_bytes - bytes : 0;
+    auto unreserve = [&] {
+      runtime.total_pending().fetch_sub(added_timers, std::memory_order_relaxed);
+      state.pending.fetch_sub(added_timers, std::memory_order_relaxed);
+      runtime.total_pending_bytes().fetch_sub(added_bytes, std::memory_order_relaxed);
+      state.pending_bytes.fetch_sub(added_bytes, std::memory_order_relaxed);
+    };
+    const uint64_t total = runtime.total_pending().fetch_add(added_timers, std::memory_order_relaxed);
+    const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
+    const uint64_t total_bytes = runtime.total_pending_bytes().fetch_add(added_bytes, std::memory_order_relaxed);
+    const uint64_t ns_bytes = state.pending_bytes.fetch_add(added_bytes, std::memory_order_relaxed);
+    std::string refused;
+    if (added_timers != 0 && total >= options.max_pending_timers) {
+      refused = "lawnd holds max_pending_timers (" + std::to_string(options.max_pending_timers) +
+                ") pending timers; delete some or raise the limit";
+    } else if (added_timers != 0 && in_ns >= options.max_pending_per_namespace) {
+      refused = "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
+                std::to_string(options.max_pending_per_namespace) + ") pending timers";
+    } else if (added_bytes != 0 && total_bytes + added_bytes > options.max_pending_bytes) {
+      refused = "pending timers hold max_pending_bytes (" + std::to_string(options.max_pending_bytes) +
+                " bytes of ids and payloads); delete some, use smaller payloads or raise the limit";
+    } else if (added_bytes != 0 && ns_bytes + added_bytes > options.max_pending_bytes_per_namespace) {
+      refused = "namespace '" + std::string(ns_name) + "' holds max_pending_bytes_per_namespace (" +
+                std::to_string(options.max_pending_bytes_per_namespace) + " bytes of ids and payloads)";
+    }
+    if (!refused.empty()) {
+      unreserve();
+      op.status = absl::ResourceExhaustedError(refused);
+      continue;
     }
     StartSpec spec;
     spec.id = op.key;
@@ -82,10 +108,12 @@ void StartCommand::Apply(ShardContext& ctx) {
       FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
       if (StoreBatch* batch = ctx.batch()) batch->PutTimer(t.id, deadline, t.ttl_ns, t.interval_ns, t.payload);
     });
-    if (op.status.ok()) ctx.counters().starts++;
-    if (!op.status.ok() && !exists) {
-      (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
-      runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    if (op.status.ok()) {
+      ctx.counters().starts++;
+      runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
+      state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
+    } else {
+      unreserve();
     }
   }
 }
@@ -135,16 +163,22 @@ void KeyCommand::Apply(ShardContext& ctx) {
       return;
     }
     case Kind::kDelete: {
+      uint64_t bytes = 0;
       status_ = shard.Delete(key_, [&](const TimerView& t) {
         fill(t);
+        bytes = t.id.size() + t.payload.size();
         if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(t.id);
       });
       if (status_.ok()) {
         wrote_ = true;
         ctx.counters().deletes++;
         absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(key_).first);
-        if (ns.ok()) (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+        if (ns.ok()) {
+          (*ns)->pending.fetch_sub(1, std::memory_order_relaxed);
+          (*ns)->pending_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+        }
         runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
+        runtime.total_pending_bytes().fetch_sub(bytes, std::memory_order_relaxed);
       } else {
         status_ = absl::NotFoundError("no pending " + Describe(key_));
       }

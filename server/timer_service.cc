@@ -90,6 +90,14 @@ absl::Status TimerServiceImpl::Admit(bool write) const {
   return absl::OkStatus();
 }
 
+absl::Status TimerServiceImpl::CheckQueue(uint32_t shard) const {
+  if (!runtime_.Overloaded(shard)) return absl::OkStatus();
+  if (Metrics* m = runtime_.metrics()) m->overload_refusals().Increment();
+  return absl::UnavailableError("lawnd is overloaded: shard " + std::to_string(shard) + " has max_queued_commands (" +
+                                std::to_string(runtime_.options().max_queued_commands) +
+                                ") queued; retry with backoff");
+}
+
 grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* context, const char* method,
                                                    const absl::Status& status) {
   spdlog::debug("{} from {}: {}", method, context->peer(), status.ToString());
@@ -111,8 +119,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
   batch->timer = Track(Rpc::kStartTimer);
   batch->reactor = context->DefaultReactor();
   batch->remaining.store(1, std::memory_order_relaxed);
-  grpc::ServerUnaryReactor* reactor = batch->reactor;
   const uint32_t shard = runtime_.ShardFor(batch->ops[0].key);
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "StartTimer", s);
+  grpc::ServerUnaryReactor* reactor = batch->reactor;
   runtime_.Submit(shard, std::make_unique<StartCommand>(std::move(batch), std::vector<uint32_t>{0}));
   return reactor;
 }
@@ -143,7 +152,15 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
   }
   size_t commands = 0;
-  for (const auto& indices : per_shard) commands += indices.empty() ? 0 : 1;
+  for (uint32_t shard = 0; shard < per_shard.size(); ++shard) {
+    if (per_shard[shard].empty()) continue;
+    if (absl::Status s = CheckQueue(shard); !s.ok()) {
+      batch->timer.Observe();  // Answered here: no worker finishes it.
+      batch->reactor->Finish(ToGrpcStatus(s));
+      return batch->reactor;
+    }
+    ++commands;
+  }
   grpc::ServerUnaryReactor* reactor = batch->reactor;
   if (commands == 0) {
     batch->Finish();
@@ -163,8 +180,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerCont
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "DeleteTimer", s);
   absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
   if (!key.ok()) return Reject(context, "DeleteTimer", key.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "DeleteTimer", s);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), reactor,
                                                       response->mutable_timer(),
                                                       Track(Rpc::kDeleteTimer)));
@@ -197,8 +215,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServer
     default:
       return Reject(context, "RescheduleTimer", absl::InvalidArgumentError("when: exactly one of ttl or deadline is required"));
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "RescheduleTimer", s);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto command = std::make_unique<KeyCommand>(KeyCommand::Kind::kReschedule, std::move(*key), reactor,
                                               response->mutable_timer(),
                                               Track(Rpc::kRescheduleTimer));
@@ -213,8 +232,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext
   if (absl::Status s = Admit(false); !s.ok()) return Reject(context, "GetTimer", s);
   absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
   if (!key.ok()) return Reject(context, "GetTimer", key.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const uint32_t shard = runtime_.ShardFor(*key);
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "GetTimer", s);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), reactor,
                                                       response->mutable_timer(),
                                                       Track(Rpc::kGetTimer)));
@@ -230,6 +250,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
   if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
     return Reject(context, "ListTimers", absl::InvalidArgumentError("page_size: " + std::to_string(request->page_size()) +
                                                       "; allowed 0..1000 (0 means 100)"));
+  }
+  for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
+    if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "ListTimers", s);
   }
   auto state = std::make_shared<ListState>();
   state->ns = std::string(*ns);
@@ -274,7 +297,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
 
 grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* TimerServiceImpl::Subscribe(
     grpc::CallbackServerContext*) {
-  return new SubscribeReactor(runtime_, streams_);
+  // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
+  return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(Admit(false)));
 }
 
 }  // namespace lawn

@@ -50,6 +50,8 @@ class TimerServiceImpl final : public v1::TimerService::CallbackService {
  private:
   // UNAVAILABLE while recovering or after a storage failure (`write` = the RPC changes state).
   absl::Status Admit(bool write) const;
+  // UNAVAILABLE (and counted) when the shard's command queue is full.
+  absl::Status CheckQueue(uint32_t shard) const;
   grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, const char* method,
                                    const absl::Status& status);
 

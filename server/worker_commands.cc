@@ -16,9 +16,14 @@ void RecoverCommand::Apply(ShardContext& ctx) {
     spec.ttl_ns = t.ttl_ns;
     // Keys are unique in the store, so Start fails only for a record that could never have been written.
     if (!ctx.shard().Start(spec, ctx.now_mono_ns()).ok()) continue;
+    const uint64_t bytes = t.key.size() + t.payload.size();
     absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(t.key).first);
-    if (ns.ok()) (*ns)->pending.fetch_add(1, std::memory_order_relaxed);
+    if (ns.ok()) {
+      (*ns)->pending.fetch_add(1, std::memory_order_relaxed);
+      (*ns)->pending_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
     runtime.total_pending().fetch_add(1, std::memory_order_relaxed);
+    runtime.total_pending_bytes().fetch_add(bytes, std::memory_order_relaxed);
   }
 }
 

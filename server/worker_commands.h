@@ -60,13 +60,26 @@ class BarrierCommand final : public ShardCommand {
   std::shared_ptr<Latch> latch_;
 };
 
+// Offers the timers the shard holds for a namespace (its outbox was full) to the outbox again.
+class ReleaseCommand final : public ShardCommand {
+ public:
+  explicit ReleaseCommand(NamespaceState* ns) : ns_(ns) {}
+  void Apply(ShardContext& ctx) override { ctx.ReleaseHeld(ns_); }
+  void Done(const absl::Status&) override {}
+
+ private:
+  NamespaceState* ns_;
+};
+
 // Deletes acked expirations from the outbox column family. Not synced on its own: a lost ack only means a
 // redelivery after a crash, which at-least-once allows.
 class AckCommand final : public ShardCommand {
  public:
   explicit AckCommand(std::vector<uint64_t> ids) : ids_(std::move(ids)) {}
   void Apply(ShardContext& ctx) override {
-    if (ctx.batch() == nullptr) return;
+    // Below the free-space guard the deletes are dropped rather than written: a write refused by the guard
+    // would put lawnd into the failed state, while a lost ack only means a redelivery after a restart.
+    if (ctx.batch() == nullptr || !ctx.write_admission().ok()) return;
     for (uint64_t id : ids_) ctx.batch()->DeleteExpiration(id);
   }
   void Done(const absl::Status&) override {}

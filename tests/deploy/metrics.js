@@ -16,6 +16,14 @@ const METRICS = {
   lawn_storage_syncs_total: {type: 'counter', labels: []},
   lawn_recovery_duration_seconds: {type: 'gauge', labels: []},
   lawn_data_dir_bytes: {type: 'gauge', labels: []},
+  lawn_held_timers: {type: 'gauge', labels: ['shard']},
+  lawn_skipped_firings_total: {type: 'counter', labels: []},
+  lawn_held_expirations_total: {type: 'counter', labels: []},
+  lawn_acks_ignored_total: {type: 'counter', labels: ['reason']},
+  lawn_overload_refusals_total: {type: 'counter', labels: []},
+  lawn_checkpoints: {type: 'gauge', labels: []},
+  lawn_outbox_bytes: {type: 'gauge', labels: []},
+  lawn_storage_failed: {type: 'gauge', labels: []},
 };
 
 // Families present in /metrics from the start; the per-namespace ones appear with the first namespace.

@@ -164,7 +164,7 @@ TEST(DurabilityTest, CheckpointIsARestorableBackup) {
   ASSERT_TRUE(admin->CreateCheckpoint(&ctx, req, &resp).ok());
   EXPECT_NE(resp.path().find("checkpoints/nightly"), std::string::npos) << resp.path();
   grpc::ClientContext again;
-  EXPECT_EQ(admin->CreateCheckpoint(&again, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(admin->CreateCheckpoint(&again, req, &resp).error_code(), grpc::StatusCode::ALREADY_EXISTS);
   grpc::ClientContext bad;
   req.set_name("../escape");
   EXPECT_EQ(admin->CreateCheckpoint(&bad, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);

@@ -1,7 +1,10 @@
 #include "tests/integration/lawnd_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,5 +211,38 @@ std::shared_ptr<grpc::Channel> LawndProcess::channel() {
 }
 
 std::unique_ptr<v1::TimerService::Stub> LawndProcess::stub() { return v1::TimerService::NewStub(channel()); }
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!write(fd, request.data(), request.size());
+  std::string response;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+double MetricSample(const std::string& text, const std::string& series) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("\n" + series + " ([0-9.e+-]+)"))) return std::stod(m[1]);
+  return -1;
+}
+
+int MetricsPortFromLog(const std::string& log) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex(R"(metrics on http://[^:]+:(\d+)/metrics)"))) return 0;
+  return std::stoi(m[1]);
+}
 
 }  // namespace lawn::testing

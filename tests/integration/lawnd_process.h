@@ -46,6 +46,7 @@ class LawndProcess {
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(30));
   void Kill() { Stop(9); }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -63,6 +64,16 @@ class LawndProcess {
   int port_ = 0;
   size_t log_offset_ = 0;  // Port search starts after the previous run's log.
 };
+
+// A plain HTTP/1.0 GET on 127.0.0.1:`port`; returns the body ("" on failure).
+std::string HttpGet(int port, const std::string& path);
+
+// The value of the first sample line of Prometheus text `text` matching `series` (a regex over
+// "name{labels}"), or -1.
+double MetricSample(const std::string& text, const std::string& series);
+
+// The metrics port lawnd logged ("metrics on http://host:PORT/metrics") in `log`, or 0.
+int MetricsPortFromLog(const std::string& log);
 
 // Path of the lawnd binary under test (set by CMake).
 std::string LawndPath();
