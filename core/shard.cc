@@ -27,6 +27,8 @@ size_t Shard::IdHash::operator()(std::string_view id) const { return TimerIdHash
 Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
       index_(0, IdHash{&pool_}, IdEq{&pool_}),
+      keep_ordered_(options.ordered_index),
+      ordered_(IdLess{&pool_}),
       lawn_(pool_, options.max_lawn_buckets),
       wheel_(pool_, tick_ns_),
       router_(options.lawn_promote_after) {}
@@ -36,6 +38,13 @@ Shard::~Shard() = default;
 TimerRef Shard::Find(std::string_view id) const {
   auto it = index_.find(id);
   return it == index_.end() ? kNoTimer : *it;
+}
+
+void Shard::Forget(TimerRef ref) {
+  // Before Free: erasing hashes and compares through the record.
+  index_.erase(ref);
+  if (keep_ordered_) ordered_.erase(ref);
+  pool_.Free(ref);
 }
 
 TimerView Shard::ViewOf(TimerRef ref) const {
@@ -81,6 +90,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
   } else {
     ref = pool_.Allocate(spec.id, spec.payload, hash);
     index_.insert(ref);
+    if (keep_ordered_) ordered_.insert(ref);
   }
   TimerRecord& r = pool_[ref];
   if (spec.when.kind == When::Kind::kTtl) {
@@ -103,8 +113,7 @@ absl::Status Shard::Delete(std::string_view id, TimerVisitor on_deleted) {
   if (ref == kNoTimer) return absl::NotFoundError("no pending timer '" + std::string(id) + "'");
   on_deleted(ViewOf(ref));
   Unfile(ref);
-  index_.erase(ref);  // Before Free: erasing hashes through the record.
-  pool_.Free(ref);
+  Forget(ref);
   return absl::OkStatus();
 }
 
@@ -200,8 +209,7 @@ bool Shard::FireOne(TimerRef ref, uint64_t now_ns, bool skip, FiredSink sink) {
   Fired fired{ViewOf(ref), 0, skip};
   if (r.interval_ns == 0) {
     sink(fired);
-    index_.erase(ref);
-    pool_.Free(ref);
+    Forget(ref);
     return true;
   }
   // Drift-free: the next deadline is on the grid first + k * interval. Missed periods are coalesced, so a
@@ -306,16 +314,33 @@ void Shard::ForEach(TimerVisitor visit) const {
   for (TimerRef ref : index_) visit(ViewOf(ref));
 }
 
+void Shard::VisitInOrder(std::string_view after, bool inclusive,
+                         absl::FunctionRef<bool(const TimerView&)> visit) const {
+  if (!keep_ordered_) InvariantBroken("VisitInOrder needs ShardOptions::ordered_index");
+  for (auto it = inclusive ? ordered_.lower_bound(after) : ordered_.upper_bound(after); it != ordered_.end(); ++it) {
+    if (!visit(ViewOf(*it))) return;
+  }
+}
+
 size_t Shard::MemoryBytes() const {
   return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
-         keys_.capacity() * sizeof(FireKey);
+         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(TimerRef) + 2);
 }
 
 void Shard::CheckInvariants() const {
   lawn_.CheckInvariants();
   wheel_.CheckInvariants();
   if (index_.size() != pool_.live()) InvariantBroken("index size differs from live records");
+  if (keep_ordered_) {
+    if (ordered_.size() != pool_.live()) InvariantBroken("ordered index size differs from live records");
+    for (auto it = ordered_.begin(); it != ordered_.end(); ++it) {
+      if (index_.find(*it) == index_.end()) InvariantBroken("ordered index holds a dead ref");
+      if (std::next(it) != ordered_.end() && !(pool_[*it].id() < pool_[*std::next(it)].id())) {
+        InvariantBroken("ordered index out of order");
+      }
+    }
+  }
   if (lawn_.size() + wheel_.size() + held_count_ != pool_.live()) {
     InvariantBroken("filed and held timers differ from live records");
   }

@@ -68,6 +68,7 @@ absl::Status Runtime::Start() {
   shard_options.tick_ns = static_cast<uint64_t>(options_.tick.count());
   shard_options.max_lawn_buckets = options_.lawn_max_buckets;
   shard_options.lawn_promote_after = options_.lawn_promote_after;
+  shard_options.ordered_index = true;  // ListTimers reads ranges of it.
   const SyncMode mode = options_.durability == Durability::kSync ? SyncMode::kSync : SyncMode::kNoSync;
   for (uint32_t i = 0; i < options_.shards; ++i) {
     workers_.push_back(std::make_unique<ShardWorker>(i, shard_options, *this, store_.get(), mode));

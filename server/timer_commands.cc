@@ -1,7 +1,6 @@
 #include "server/timer_commands.h"
 
 #include <algorithm>
-#include <queue>
 
 #include "server/namespaces.h"
 #include "server/proto_convert.h"
@@ -211,29 +210,18 @@ void KeyCommand::Done(const absl::Status& write_status) {
 // ---- List -------------------------------------------------------------------------------------------------
 
 void ListCommand::Apply(ShardContext& ctx) {
+  // Keys are namespace \0 id, so the namespace's timers are one range of the shard's ordered index: a page
+  // costs O(log n + limit) on the worker, whatever the other namespaces hold.
   const std::string prefix = Runtime::Key(state_->ns, "");
-  // A max-heap of the `limit` smallest qualifying ids seen so far: O(n log limit), one pass.
-  std::priority_queue<std::string_view> smallest;
-  ctx.shard().ForEach([&](const TimerView& t) {
-    if (t.id.size() < prefix.size() || t.id.compare(0, prefix.size(), prefix) != 0) return;
-    const std::string_view id = t.id.substr(prefix.size());
-    if (state_->has_after && id <= state_->after) return;
-    if (smallest.size() < state_->limit) {
-      smallest.push(id);
-    } else if (id < smallest.top()) {
-      smallest.pop();
-      smallest.push(id);
-    }
-  });
+  const std::string start = prefix + (state_->has_after ? state_->after : std::string());
   std::vector<v1::Timer>& out = state_->per_shard[shard_];
-  out.resize(smallest.size());
   Runtime& runtime = ctx.runtime();
-  for (size_t i = smallest.size(); i-- > 0;) {
-    const std::string key = prefix + std::string(smallest.top());
-    smallest.pop();
-    const TimerView t = *ctx.shard().Get(key);
-    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, &out[i]);
-  }
+  ctx.shard().VisitInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {
+    if (out.size() >= state_->limit || !t.id.starts_with(prefix)) return false;
+    out.emplace_back();
+    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, &out.back());
+    return true;
+  });
 }
 
 void ListCommand::Done(const absl::Status&) {
