@@ -27,7 +27,6 @@
 #include "rocksdb/utilities/table_properties_collectors.h"
 #include "rocksdb/write_batch.h"
 #include "storage/record_coding.h"
-#include "storage/rocksdb_test_env.h"
 
 namespace lawn {
 
@@ -219,11 +218,16 @@ RocksDbTimerStore::~RocksDbTimerStore() = default;
 
 absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
     const RocksDbStoreOptions& options) {
+  return Open(options, *rocksdb::Env::Default());
+}
+
+absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const RocksDbStoreOptions& options,
+                                                                           rocksdb::Env& env) {
   if (options.path.empty()) return absl::InvalidArgumentError("storage path is empty; set the data dir");
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
   rep->min_free_disk_bytes = options.min_free_disk_bytes;
-  rep->env = options.test_env != nullptr ? options.test_env->env() : rocksdb::Env::Default();
+  rep->env = &env;
 
   std::error_code ec;
   std::filesystem::create_directories(options.path, ec);
