@@ -27,6 +27,7 @@
 #include "rocksdb/utilities/table_properties_collectors.h"
 #include "rocksdb/write_batch.h"
 #include "storage/record_coding.h"
+#include "storage/varint.h"
 
 namespace lawn {
 
