@@ -10,10 +10,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "config/config.h"
 #include "config/fields.h"
 #include "config/options.h"
-#include "core/status_macros.h"
 
 namespace lawn {
 namespace {
@@ -87,7 +87,7 @@ absl::StatusOr<std::vector<FlagValue>> SplitFlags(int argc, const char* const* a
 }  // namespace
 
 absl::StatusOr<Options> ParseCommandLine(int argc, const char* const* argv) {
-  ASSIGN_OR_RETURN(const std::vector<FlagValue> flags, SplitFlags(argc, argv));
+  LAWN_ASSIGN_OR_RETURN(const std::vector<FlagValue> flags, SplitFlags(argc, argv));
   // The file first, whatever its position, so that every override flag wins over it.
   std::optional<std::string> config_path;
   for (const FlagValue& flag : flags) {
@@ -96,17 +96,17 @@ absl::StatusOr<Options> ParseCommandLine(int argc, const char* const* argv) {
   Options options;
   if (config_path.has_value()) {
     if (config_path->empty()) return absl::InvalidArgumentError("flag --config needs a path, got \"\"");
-    RETURN_IF_ERROR(internal::ApplyYamlFile(*config_path, options));
+    LAWN_RETURN_IF_ERROR(internal::ApplyYamlFile(*config_path, options));
   }
   for (const FlagValue& flag : flags) {
     if (flag.flag->name == kConfigFlag) continue;
     const internal::Field* field = internal::FindField(flag.flag->key);
     if (field == nullptr)
       return absl::InternalError("flag --" + std::string(flag.flag->name) + " has no config key");
-    RETURN_IF_ERROR(internal::WithPrefix(internal::SetField(*field, flag.value, options),
-                                         "flag --" + std::string(flag.flag->name) + ": "));
+    LAWN_RETURN_IF_ERROR(internal::WithPrefix(internal::SetField(*field, flag.value, options),
+                                              "flag --" + std::string(flag.flag->name) + ": "));
   }
-  RETURN_IF_ERROR(Validate(options));
+  LAWN_RETURN_IF_ERROR(Validate(options));
   return options;
 }
 

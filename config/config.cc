@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "config/fields.h"
 #include "config/options.h"
-#include "core/status_macros.h"
 
 namespace lawn {
 namespace {
@@ -80,7 +80,7 @@ absl::Status ApplyYamlOrThrow(std::string_view text, Options& options) {
                                         "; write e.g. `" + key + ": " +
                                         internal::FieldValueText(*field, defaults) + "` (the default)");
     }
-    RETURN_IF_ERROR(WithPrefix(internal::SetField(*field, value.Scalar(), options), KeyPrefix(key)));
+    LAWN_RETURN_IF_ERROR(WithPrefix(internal::SetField(*field, value.Scalar(), options), KeyPrefix(key)));
   }
   return absl::OkStatus();
 }
@@ -127,7 +127,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 namespace internal {
 
 absl::Status ApplyYamlFile(const std::string& path, Options& options) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  LAWN_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   return WithPrefix(ApplyYaml(text, options), path + ": ");
 }
 
@@ -147,7 +147,7 @@ std::string_view DurabilityName(Durability durability) {
 
 absl::Status Validate(Options& options) {
   for (const Field& field : Fields()) {
-    RETURN_IF_ERROR(WithPrefix(internal::CheckField(field, options), KeyPrefix(field.key)));
+    LAWN_RETURN_IF_ERROR(WithPrefix(internal::CheckField(field, options), KeyPrefix(field.key)));
   }
   if (options.shards == 0) {
     // hardware_concurrency() may be 0 ("unknown"); a machine past 256 cores still gets the maximum.
@@ -194,15 +194,15 @@ absl::Status Validate(Options& options) {
 
 absl::StatusOr<Options> LoadOptionsFromYaml(std::string_view yaml_text) {
   Options options;
-  RETURN_IF_ERROR(ApplyYaml(yaml_text, options));
-  RETURN_IF_ERROR(Validate(options));
+  LAWN_RETURN_IF_ERROR(ApplyYaml(yaml_text, options));
+  LAWN_RETURN_IF_ERROR(Validate(options));
   return options;
 }
 
 absl::StatusOr<Options> LoadOptionsFromFile(const std::string& path) {
   Options options;
-  RETURN_IF_ERROR(internal::ApplyYamlFile(path, options));
-  RETURN_IF_ERROR(WithPrefix(Validate(options), path + ": "));
+  LAWN_RETURN_IF_ERROR(internal::ApplyYamlFile(path, options));
+  LAWN_RETURN_IF_ERROR(WithPrefix(Validate(options), path + ": "));
   return options;
 }
 

@@ -13,8 +13,8 @@
 #include <variant>
 
 #include "absl/status/status.h"
+#include "base/status_macros.h"
 #include "config/config.h"
-#include "core/status_macros.h"
 
 namespace lawn::internal {
 namespace {
@@ -210,17 +210,18 @@ absl::Status SetField(const Field& field, std::string_view text, Options& option
         return absl::InvalidArgumentError(Quoted(text) + " is not a whole number; allowed " +
                                           AllowedRange(field));
       }
-      RETURN_IF_ERROR(StoreNumber(field, value, std::string(text), options));
+      LAWN_RETURN_IF_ERROR(StoreNumber(field, value, std::string(text), options));
       break;
     }
     case FieldKind::kBytes: {
-      ASSIGN_OR_RETURN(const uint64_t value, ParseBytes(text));
-      RETURN_IF_ERROR(StoreNumber(field, value, std::string(text), options));
+      LAWN_ASSIGN_OR_RETURN(const uint64_t value, ParseBytes(text));
+      LAWN_RETURN_IF_ERROR(StoreNumber(field, value, std::string(text), options));
       break;
     }
     case FieldKind::kDuration: {
-      ASSIGN_OR_RETURN(const nanoseconds value, ParseDuration(text));
-      RETURN_IF_ERROR(StoreNumber(field, static_cast<uint64_t>(value.count()), std::string(text), options));
+      LAWN_ASSIGN_OR_RETURN(const nanoseconds value, ParseDuration(text));
+      LAWN_RETURN_IF_ERROR(
+          StoreNumber(field, static_cast<uint64_t>(value.count()), std::string(text), options));
       break;
     }
     case FieldKind::kDurability: {

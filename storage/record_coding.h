@@ -1,5 +1,6 @@
 // Byte encodings of the records RocksDbTimerStore keeps on disk; storage/FORMAT.md is the specification and
-// this file its implementation. Kept apart from RocksDB so the codecs can be tested (and fuzzed) alone.
+// this file its implementation, built on the integer encodings of storage/varint.h (included here, as the
+// records are made of them). Kept apart from RocksDB so the codecs can be tested (and fuzzed) alone.
 //
 // Encoders append to a caller-owned buffer; decoders never allocate, return views into their input, and
 // return false for any input an encoder could not have produced (truncated, over-long varint, trailing
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "storage/timer_store.h"
+#include "storage/varint.h"
 
 namespace lawn::internal {
 
@@ -20,25 +22,9 @@ inline constexpr uint8_t kRecordVersion = 1;
 // Outbox keys are exactly this long: the delivery id, big-endian, so that key order is id order.
 inline constexpr size_t kOutboxKeySize = 8;
 
-inline uint64_t ZigZagEncode(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-inline int64_t ZigZagDecode(uint64_t v) {
-  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
-}
-
-void AppendVarint(std::string* out, uint64_t v);
-
-// Reads one LEB128 varint (at most 10 bytes, the 10th at most 0x01) from the front of `in`.
-bool ConsumeVarint(std::string_view* in, uint64_t* v);
-
 // Outbox key: 8 bytes, big-endian delivery id.
 void AppendOutboxKey(std::string* out, uint64_t delivery_id);
 bool DecodeOutboxKey(std::string_view key, uint64_t* delivery_id);
-
-// Big-endian fixed 64-bit value (meta "boot_epoch").
-void AppendFixed64BigEndian(std::string* out, uint64_t v);
-bool DecodeFixed64BigEndian(std::string_view in, uint64_t* v);
 
 // timers value: version, varint zigzag(deadline), varint ttl, varint interval, payload (the rest).
 void AppendTimerValue(std::string* out, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,

@@ -16,7 +16,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/status_macros.h"
+#include "base/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
@@ -27,7 +27,7 @@
 #include "rocksdb/utilities/table_properties_collectors.h"
 #include "rocksdb/write_batch.h"
 #include "storage/record_coding.h"
-#include "storage/rocksdb_test_env.h"
+#include "storage/varint.h"
 
 namespace lawn {
 
@@ -180,7 +180,7 @@ struct RocksDbTimerStore::Rep {
                        guard_written_since + bytes > kGuardMaxBytes;
     // A refusal is always based on a fresh statvfs: compaction may have freed space since the last one.
     if (stale || !enough(estimate())) {
-      RETURN_IF_ERROR(StatFree(&guard_free_bytes));
+      LAWN_RETURN_IF_ERROR(StatFree(&guard_free_bytes));
       guard_checked_at = now;
       guard_written_since = 0;
       guard_valid = true;
@@ -205,7 +205,7 @@ struct RocksDbTimerStore::Rep {
     ro.total_order_seek = true;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      RETURN_IF_ERROR(visit(View(it->key()), View(it->value())));
+      LAWN_RETURN_IF_ERROR(visit(View(it->key()), View(it->value())));
     }
     return FromRocks(it->status(), absl::StrCat("recover: scan of column family ", cf->GetName()));
   }
@@ -219,11 +219,16 @@ RocksDbTimerStore::~RocksDbTimerStore() = default;
 
 absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
     const RocksDbStoreOptions& options) {
+  return Open(options, *rocksdb::Env::Default());
+}
+
+absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const RocksDbStoreOptions& options,
+                                                                           rocksdb::Env& env) {
   if (options.path.empty()) return absl::InvalidArgumentError("storage path is empty; set the data dir");
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
   rep->min_free_disk_bytes = options.min_free_disk_bytes;
-  rep->env = options.test_env != nullptr ? options.test_env->env() : rocksdb::Env::Default();
+  rep->env = &env;
 
   std::error_code ec;
   std::filesystem::create_directories(options.path, ec);
@@ -266,8 +271,8 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
   const bool new_db = !rep->env->FileExists(options.path + "/CURRENT").ok();
   std::vector<std::string> existing;
   if (!new_db) {
-    RETURN_IF_ERROR(FromRocks(rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing),
-                              absl::StrCat("open ", options.path)));
+    LAWN_RETURN_IF_ERROR(FromRocks(rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing),
+                                   absl::StrCat("open ", options.path)));
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, meta_cf},
@@ -297,7 +302,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
   rep->timers = rep->handles[1];
   rep->outbox = rep->handles[2];
   rep->meta = rep->handles[3];
-  RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
+  LAWN_RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
   return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
 }
 
@@ -340,7 +345,7 @@ absl::Status RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>&
 absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
   if (batch.empty()) return mode == SyncMode::kSync ? Sync() : rep_->Failed();
   Rep& r = *rep_;
-  RETURN_IF_ERROR(r.Failed());
+  LAWN_RETURN_IF_ERROR(r.Failed());
   // Per operation RocksDB adds a tag, a column family id and two length varints; 16 bytes covers them.
   rocksdb::WriteBatch wb(batch.ByteSize() + 16 * batch.count() + 12);
   std::string value;
@@ -371,7 +376,7 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
     }
   });
   if (!put_status.ok()) return FromRocks(put_status, "write: build batch");
-  RETURN_IF_ERROR(r.AdmitWrite(wb.GetDataSize()));
+  LAWN_RETURN_IF_ERROR(r.AdmitWrite(wb.GetDataSize()));
   rocksdb::WriteOptions wo;
   wo.sync = mode == SyncMode::kSync;
   rocksdb::Status s = r.db->Write(wo, &wb);
@@ -380,12 +385,12 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
 }
 
 absl::Status RocksDbTimerStore::CheckSpace(uint64_t bytes) {
-  RETURN_IF_ERROR(rep_->Failed());
+  LAWN_RETURN_IF_ERROR(rep_->Failed());
   return rep_->AdmitWrite(bytes, /*reserve=*/false);
 }
 
 absl::Status RocksDbTimerStore::Sync() {
-  RETURN_IF_ERROR(rep_->Failed());
+  LAWN_RETURN_IF_ERROR(rep_->Failed());
   rocksdb::Status s = rep_->db->FlushWAL(/*sync=*/true);
   if (!s.ok()) return rep_->Fail("rocksdb WAL sync failed", s);
   return absl::OkStatus();
@@ -423,7 +428,7 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
 
 absl::StatusOr<uint64_t> RocksDbTimerStore::NextBootEpoch() {
   Rep& r = *rep_;
-  RETURN_IF_ERROR(r.Failed());
+  LAWN_RETURN_IF_ERROR(r.Failed());
   absl::MutexLock l(&r.epoch_mu);
   std::string value;
   uint64_t epoch = 0;
@@ -452,7 +457,8 @@ absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
   std::filesystem::recursive_directory_iterator it(rep_->path, ec);
   for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code file_ec;
-    // Checkpoints (backups) live in <data dir>/checkpoints and share files by hard link: not the store's size.
+    // Checkpoints (backups) live in <data dir>/checkpoints and share files by hard link: not the store's
+    // size.
     if (it.depth() == 0 && it->path().filename() == kCheckpointsDir && it->is_directory(file_ec)) {
       it.disable_recursion_pending();
       continue;
@@ -467,16 +473,16 @@ absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
 
 absl::Status RocksDbTimerStore::CompactAll() {
   Rep& r = *rep_;
-  RETURN_IF_ERROR(r.Failed());
+  LAWN_RETURN_IF_ERROR(r.Failed());
   rocksdb::FlushOptions fo;
   fo.wait = true;
   fo.allow_write_stall = true;
-  RETURN_IF_ERROR(FromRocks(r.db->Flush(fo, {r.timers, r.outbox, r.meta}), "compact: flush"));
+  LAWN_RETURN_IF_ERROR(FromRocks(r.db->Flush(fo, {r.timers, r.outbox, r.meta}), "compact: flush"));
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   for (rocksdb::ColumnFamilyHandle* cf : {r.timers, r.outbox, r.meta}) {
-    RETURN_IF_ERROR(FromRocks(r.db->CompactRange(cro, cf, nullptr, nullptr),
-                              absl::StrCat("compact column family ", cf->GetName())));
+    LAWN_RETURN_IF_ERROR(FromRocks(r.db->CompactRange(cro, cf, nullptr, nullptr),
+                                   absl::StrCat("compact column family ", cf->GetName())));
   }
   return absl::OkStatus();
 }
@@ -486,9 +492,9 @@ absl::Status RocksDbTimerStore::Checkpoint(const std::string& dir) {
   if (std::filesystem::exists(dir, ec)) {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint dir ", dir, " already exists"));
   }
-  RETURN_IF_ERROR(rep_->Failed());  // A checkpoint flushes the WAL.
+  LAWN_RETURN_IF_ERROR(rep_->Failed());  // A checkpoint flushes the WAL.
   rocksdb::Checkpoint* raw = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(rep_->db.get(), &raw), "checkpoint"));
+  LAWN_RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(rep_->db.get(), &raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   rocksdb::Status s = checkpoint->CreateCheckpoint(dir);
   if (!s.ok()) return absl::UnavailableError(absl::StrCat("checkpoint to ", dir, ": ", s.ToString()));

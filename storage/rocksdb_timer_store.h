@@ -2,8 +2,9 @@
 // families, encodings, format version, compaction settings, free-space guard) is described in
 // storage/FORMAT.md; keep the two in step.
 //
-// No RocksDB type appears here: the database lives behind a private Rep defined in rocksdb_timer_store.cc,
-// and tests reach RocksDB only through storage/rocksdb_test_env.h.
+// No RocksDB header is included here, so users of lawn::storage need none: the database lives behind a
+// private Rep defined in rocksdb_timer_store.cc, and the one RocksDB type named, rocksdb::Env (for the Open
+// overload that takes one), is only declared.
 //
 // Thread-safety: every method is thread-safe. Concurrent Write(kSync) calls are group-committed by RocksDB
 // (one WAL fsync serves every writer waiting in the group).
@@ -18,9 +19,11 @@
 #include "storage/store_batch.h"
 #include "storage/timer_store.h"
 
-namespace lawn {
+namespace rocksdb {
+class Env;  // <rocksdb/env.h>, which only a caller that passes an Env includes.
+}  // namespace rocksdb
 
-class RocksDbTestEnv;  // storage/rocksdb_test_env.h; tests only.
+namespace lawn {
 
 struct RocksDbStoreOptions {
   // The data dir. Created (with its parents) if missing. One lawnd per data dir: RocksDB's LOCK file makes a
@@ -34,10 +37,6 @@ struct RocksDbStoreOptions {
 
   // Size of the block cache shared by the column families, in bytes. Default 64 MiB. Recovery bypasses it.
   uint64_t block_cache_bytes = uint64_t{64} << 20;
-
-  // Tests only: a file-system hook (fault injection). Not owned; must outlive the store. nullptr = the real
-  // file system.
-  RocksDbTestEnv* test_env = nullptr;
 };
 
 class RocksDbTimerStore final : public TimerStore {
@@ -47,6 +46,13 @@ class RocksDbTimerStore final : public TimerStore {
   // than the one this build supports (message names both) or is not a lawn store; UNAVAILABLE if RocksDB
   // cannot open it (I/O error, dir locked by another process); DATA_LOSS if RocksDB reports corruption.
   static absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> Open(const RocksDbStoreOptions& options);
+
+  // The same, with RocksDB doing all its file I/O, locking and background threads through `env` instead of
+  // rocksdb::Env::Default() (e.g. an in-memory, encrypted or fault-injecting Env). `env` is not owned and
+  // must outlive the store. The data dir itself is still created, measured (DataBytes) and checked for free
+  // space on the real file system.
+  static absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> Open(const RocksDbStoreOptions& options,
+                                                                 rocksdb::Env& env);
 
   // The storage format version this build reads and writes (meta key "format_version").
   static constexpr int kFormatVersion = 1;

@@ -49,7 +49,7 @@ class StoreBatch {
   void ForEach(absl::FunctionRef<void(const Entry&)> visit) const;
 
  private:
-  void PutVarint(uint64_t v);
+  // Appends a varint length, then `s`.
   void PutBytes(std::string_view s);
 
   std::string rep_;

@@ -4,17 +4,18 @@
 # removes its data directory.
 #
 # Environment:
-#   LAWN_BUILD   build directory holding server/lawnd and bench/lawn_load (default /work/main/build-bench;
-#                build with: cmake --build "$LAWN_BUILD" --target lawnd lawn_load)
-#   LAWN_TMP     where data directories and logs go (default /tmp/lawn-net)
+#   LAWN_BUILD   build directory holding server/lawnd and bench/lawn_load (default build-bench/ in the
+#                repository; build with: cmake --build "$LAWN_BUILD" --target lawnd lawn_load)
+#   LAWN_TMP     where data directories and logs go (default $LAWN_BUILD/lawn-net)
 #   OUT          where the raw JSON lines and the summary go (default $LAWN_TMP/<script>-<time>)
 
 set -euo pipefail
 
-LAWN_BUILD=${LAWN_BUILD:-/work/main/build-bench}
+LAWN_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LAWN_BUILD=${LAWN_BUILD:-$LAWN_REPO/build-bench}
 LAWND=$LAWN_BUILD/server/lawnd
 LAWN_LOAD=$LAWN_BUILD/bench/lawn_load
-LAWN_TMP=${LAWN_TMP:-/tmp/lawn-net}
+LAWN_TMP=${LAWN_TMP:-$LAWN_BUILD/lawn-net}
 mkdir -p "$LAWN_TMP"
 for bin in "$LAWND" "$LAWN_LOAD"; do
   [[ -x $bin ]] || { echo "missing $bin; build it: cmake --build $LAWN_BUILD --target lawnd lawn_load" >&2; exit 2; }

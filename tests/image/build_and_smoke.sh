@@ -5,7 +5,8 @@
 #      and "bookworm-slim" (minbase without docs, man pages and locales, as the official debian:bookworm-slim).
 #   2. buildah (chroot isolation, vfs storage, a private storage root under $LAWN_IMAGE_WORKDIR) commits them
 #      as docker.io/library/debian:bookworm and :bookworm-slim, so the Dockerfile's FROM lines resolve locally.
-#   3. buildah bud builds the Dockerfile (--pull=never). apt-get inside the build reaches the Debian mirror.
+#   3. buildah bud builds the Dockerfile (--pull=never). apt-get inside the build uses the base images' apt
+#      sources, which are the build host's own (see LAWN_IMAGE_APT_SOURCES below).
 #   4. The image's ENTRYPOINT runs, as the image's USER, chrooted into the image's root filesystem on the host
 #      network: on 127.0.0.1 with port 0, the chosen port read from its log. The host's lawnctl must see
 #      SERVING, start a timer and get it back; SIGTERM to lawnd's PID must drain it to exit 0; a second start
@@ -20,8 +21,13 @@
 #   LAWN_IMAGE_TAG      name of the built image                     (default localhost/lawn:smoke)
 #   LAWN_IMAGE_JOBS     compile jobs inside the build (--build-arg JOBS)        (default 2)
 #   LAWN_IMAGE_REBASE   1 = make the two base images again even if present      (default 0)
-#   LAWN_DEBIAN_MIRROR, LAWN_DEBIAN_SECURITY   apt sources of the base images
-#                       (default http://deb.debian.org/debian and http://deb.debian.org/debian-security)
+#   LAWN_IMAGE_APT_SOURCES  apt sources files for the base images, separated by blanks, each in one-line
+#                       (sources.list) or deb822 (.sources) format; they must carry Debian 12's bookworm,
+#                       bookworm-updates and bookworm-security suites. Default: the build host's own, where apt
+#                       reads them (Dir::Etc::SourceList and Dir::Etc::SourceParts: /etc/apt/sources.list and
+#                       /etc/apt/sources.list.d/*.list, *.sources), so the image is built from the same package
+#                       archive as the host. A Signed-By keyring they name must exist on the host and in the image
+#                       (Debian's own, from debian-archive-keyring, is in both).
 #   LAWN_IMAGE_APTOPT   an apt option written into both base images (default 'Acquire::Check-Valid-Until
 #                       "false";', so a mirror serving an older snapshot still works; "" for none)
 #   LAWNCTL             the host's lawnctl (default: build/client/lawnctl or build-main/client/lawnctl)
@@ -31,8 +37,6 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=${LAWN_IMAGE_WORKDIR:-/var/tmp/lawn-image}
 tag=${LAWN_IMAGE_TAG:-localhost/lawn:smoke}
 jobs=${LAWN_IMAGE_JOBS:-2}
-mirror=${LAWN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-security=${LAWN_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 aptopt=${LAWN_IMAGE_APTOPT-Acquire::Check-Valid-Until \"false\";}
 
 log() { printf '[image] %s\n' "$*" >&2; }
@@ -65,7 +69,33 @@ bah() { buildah --root "$work/storage" --runroot "$work/run" --storage-driver vf
 export BUILDAH_ISOLATION=chroot
 
 # ---- 1, 2: base images ---------------------------------------------------------------------------------------
-sources=("deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main")
+# mmdebstrap takes each file as one MIRROR argument and copies it, in its own format, into the image's
+# /etc/apt/sources.list.d/. Files holding nothing but comments and blank lines are skipped (apt reads nothing
+# from them, and mmdebstrap cannot tell their format).
+has_entries() { grep -q -v -E '^[[:space:]]*(#.*)?$' "$1"; }
+sources=()
+if [ -n "${LAWN_IMAGE_APT_SOURCES:-}" ]; then
+  read -r -a requested <<< "$LAWN_IMAGE_APT_SOURCES"
+  for f in "${requested[@]}"; do
+    [ -f "$f" ] || die "LAWN_IMAGE_APT_SOURCES: no such file: $f"
+    has_entries "$f" || die "LAWN_IMAGE_APT_SOURCES: $f has no apt source entry"
+    sources+=("$f")
+  done
+else
+  source_list=/etc/apt/sources.list
+  source_parts=/etc/apt/sources.list.d/
+  if command -v apt-config > /dev/null; then
+    eval "$(apt-config shell source_list Dir::Etc::SourceList/f source_parts Dir::Etc::SourceParts/d)"
+  fi
+  for f in "$source_list" "${source_parts%/}"/*.list "${source_parts%/}"/*.sources; do
+    if [ -f "$f" ] && has_entries "$f"; then sources+=("$f"); fi
+  done
+  [ ${#sources[@]} -gt 0 ] ||
+    die "no apt sources in $source_list or ${source_parts%/}/*.list, *.sources; set LAWN_IMAGE_APT_SOURCES"
+fi
+grep -q -w -E 'bookworm' "${sources[@]}" ||
+  die "the apt sources (${sources[*]}) name no bookworm suite; the images are Debian 12: set LAWN_IMAGE_APT_SOURCES"
+log "base image apt sources: ${sources[*]}"
 aptopts=()
 [ -z "$aptopt" ] || aptopts=(--aptopt="$aptopt")
 # What debuerreotype's slimify leaves out of the official -slim images.

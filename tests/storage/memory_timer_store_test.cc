@@ -1,5 +1,5 @@
 // MemoryTimerStore's test hooks: injected write failures and simulated power cuts.
-#include "storage/memory_timer_store.h"
+#include "tests/testing/memory_timer_store.h"
 
 #include <string>
 #include <vector>

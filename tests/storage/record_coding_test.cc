@@ -110,17 +110,5 @@ TEST(RecordCodingTest, UnknownRecordVersionIsRejected) {
   EXPECT_FALSE(DecodeTimerValue(v, &t));
 }
 
-TEST(RecordCodingTest, OverlongVarintIsRejected) {
-  uint64_t x = 0;
-  std::string_view eleven("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11);
-  EXPECT_FALSE(ConsumeVarint(&eleven, &x));
-  std::string_view overflow("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10);
-  EXPECT_FALSE(ConsumeVarint(&overflow, &x));
-  std::string_view max("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10);
-  ASSERT_TRUE(ConsumeVarint(&max, &x));
-  EXPECT_EQ(x, kUMax);
-  EXPECT_TRUE(max.empty());
-}
-
 }  // namespace
 }  // namespace lawn::internal

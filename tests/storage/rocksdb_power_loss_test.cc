@@ -1,5 +1,5 @@
-// Power cuts, simulated by FaultInjectionEnv (storage/rocksdb_test_env.h): what was written with kSync or
-// covered by Sync() survives; later kNoSync writes are lost; the store always reopens cleanly.
+// Power cuts, simulated by FaultInjectionEnv (tests/testing/fault_injection_env.h): what was written with
+// kSync or covered by Sync() survives; later kNoSync writes are lost; the store always reopens cleanly.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "storage/rocksdb_test_env.h"
 #include "storage/rocksdb_timer_store.h"
 #include "storage/store_batch.h"
 #include "tests/storage/storage_test_util.h"
+#include "tests/testing/fault_injection_env.h"
 
 namespace lawn {
 namespace {
@@ -30,8 +30,7 @@ class RocksDbPowerLossTest : public ::testing::Test {
   void Open() {
     RocksDbStoreOptions options;
     options.path = dir_.Sub("data");
-    options.test_env = &env_;
-    absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+    absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options, env_.env());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(store).value();
   }

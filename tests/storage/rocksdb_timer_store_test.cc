@@ -9,9 +9,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "storage/rocksdb_test_env.h"
 #include "storage/store_batch.h"
 #include "tests/storage/storage_test_util.h"
+#include "tests/testing/raw_rocksdb.h"
 
 namespace lawn {
 namespace {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "storage/memory_timer_store.h"
 #include "storage/rocksdb_timer_store.h"
 #include "storage/store_batch.h"
 #include "storage/timer_store.h"
 #include "tests/storage/storage_test_util.h"
+#include "tests/testing/memory_timer_store.h"
 
 namespace lawn {
 namespace {

@@ -1,5 +1,6 @@
-// Test hooks into RocksDbTimerStore's file system. For tests only: lawnd never links lawn_storage_testing,
-// and this is the only header outside rocksdb_timer_store.cc that includes <rocksdb/...>.
+// FaultInjectionEnv: a RocksDB Env that simulates power cuts and failing disks, for tests of
+// RocksDbTimerStore (and, through a test executable, of whatever opens one). Part of lawn_storage_testing
+// (tests/testing/), which only test executables link: lawnd never does.
 //
 // FaultInjectionEnv simulates a power cut. It tracks, for every file RocksDB writes through it, how many
 // bytes were made durable by Sync/Fsync (RangeSync does not count: sync_file_range persists no metadata),
@@ -13,34 +14,19 @@
 // for nothing; a directory sync covers only the entries created or renamed before it began. Deletions made
 // before the cut are taken as durable (RocksDB only deletes files it no longer needs).
 //
-// A test: open the store with options.test_env = &env, write, env.CutPower(), destroy the store,
-// env.RestoreAfterPowerCut(), reopen with the same env, assert that exactly the synced data is there.
+// A test: open the store with RocksDbTimerStore::Open(options, env.env()), write, env.CutPower(), destroy the
+// store, env.RestoreAfterPowerCut(), reopen on the same env, assert that exactly the synced data is there.
 //
 // Thread-safety: FaultInjectionEnv is thread-safe (RocksDB calls it from its background threads).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <string_view>
 
 #include "absl/status/status.h"
 #include "rocksdb/env.h"
 
 namespace lawn {
-
-// What RocksDbTimerStore takes from a test env. Defined inline so that lawn_storage does not depend on
-// lawn_storage_testing.
-class RocksDbTestEnv {
- public:
-  RocksDbTestEnv() = default;
-  RocksDbTestEnv(const RocksDbTestEnv&) = delete;
-  RocksDbTestEnv& operator=(const RocksDbTestEnv&) = delete;
-  virtual ~RocksDbTestEnv() = default;
-
-  // The Env RocksDB uses instead of rocksdb::Env::Default(). Owned by this object.
-  virtual rocksdb::Env* env() = 0;
-};
 
 namespace internal {
 class FaultInjectionFs;
@@ -48,12 +34,16 @@ class FaultInjectionFs;
 
 enum class AppendFailure { kNone, kIoError, kNoSpace };
 
-class FaultInjectionEnv final : public RocksDbTestEnv {
+class FaultInjectionEnv final {
  public:
   FaultInjectionEnv();
-  ~FaultInjectionEnv() override;
+  FaultInjectionEnv(const FaultInjectionEnv&) = delete;
+  FaultInjectionEnv& operator=(const FaultInjectionEnv&) = delete;
+  ~FaultInjectionEnv();
 
-  rocksdb::Env* env() override { return env_.get(); }
+  // The Env to open stores on, over the real file system. Owned by this object: destroy every store opened on
+  // it first.
+  rocksdb::Env& env() { return *env_; }
 
   // The power goes out now (see the top of this file for what that means to later calls).
   void CutPower();
@@ -81,11 +71,5 @@ class FaultInjectionEnv final : public RocksDbTestEnv {
   std::shared_ptr<internal::FaultInjectionFs> fs_;
   std::unique_ptr<rocksdb::Env> env_;
 };
-
-// Opens the RocksDB database at `path` (every column family, no lawn checks), writes one raw key/value into
-// `column_family` with a synced write, and closes it. For tests that need records the store would never
-// write (a future format version, a corrupt record). REQUIRES: no store is open on `path`.
-absl::Status PutRawForTest(const std::string& path, const std::string& column_family, std::string_view key,
-                           std::string_view value);
 
 }  // namespace lawn

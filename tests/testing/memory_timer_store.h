@@ -1,6 +1,8 @@
-// MemoryTimerStore: a TimerStore in process memory (std::map), for tests of the layers above storage/ and for
-// durability "memory" (nothing on disk). Same ordering and atomicity as RocksDbTimerStore: timers in
-// bytewise key order, the outbox in delivery id order, each batch applied entirely or not at all.
+// MemoryTimerStore: a TimerStore in process memory (std::map), the fake that tests of the layers above
+// storage/ use in place of RocksDbTimerStore. Same ordering and atomicity: timers in bytewise key order, the
+// outbox in delivery id order, each batch applied entirely or not at all; the conformance test
+// (tests/storage/timer_store_conformance_test.cc) keeps the two in step. Part of lawn_storage_testing
+// (tests/testing/), which only test executables link; lawnd's `memory` durability runs with no store at all.
 //
 // Test hooks: FailWritesWith makes writes fail without effect; with `simulate_power_loss` the store also
 // remembers what was synced, and DropUnsyncedWrites() forgets everything written with kNoSync since the last

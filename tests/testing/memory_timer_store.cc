@@ -1,4 +1,4 @@
-#include "storage/memory_timer_store.h"
+#include "tests/testing/memory_timer_store.h"
 
 #include <cstdlib>
 #include <utility>
