@@ -36,6 +36,7 @@ constexpr Flag kFlags[] = {
     {"log-format", "log_format", "FORMAT", "text or json"},
     {"durability", "durability", "MODE", "sync, interval or memory"},
     {"tick", "tick", "DURATION", "timing wheel granularity, 1us..1s, e.g. 1ms"},
+    {"skip-corrupt-records", "skip_corrupt_records", "", "recovery skips (logs, counts) undecodable records"},
 };
 
 bool IsHelp(std::string_view arg) { return arg == "--help" || arg == "-h"; }
@@ -71,6 +72,10 @@ absl::StatusOr<std::vector<FlagValue>> SplitFlags(int argc, const char* const* a
     }
     if (equals != std::string_view::npos) {
       values.push_back({flag, std::string(arg.substr(equals + 1))});
+      continue;
+    }
+    if (flag->arg.empty()) {  // A switch: present means true.
+      values.push_back({flag, "true"});
       continue;
     }
     // `--listen --tick 1ms` is a forgotten value, not a listen address of "--tick".

@@ -72,6 +72,7 @@ constexpr Field kFields[] = {
     {"max_message_bytes", FieldKind::kBytes, &Options::max_message_bytes, 64 * kKiB, 64 * kMiB},
     {"shutdown_timeout", FieldKind::kDuration, &Options::shutdown_timeout, 0,
      Nanos(std::chrono::minutes(10))},
+    {"skip_corrupt_records", FieldKind::kBool, &Options::skip_corrupt_records},
     {"log_level", FieldKind::kChoice, &Options::log_level, 0, 0, {}, kLogLevels},
     {"log_format", FieldKind::kChoice, &Options::log_format, 0, 0, {}, kLogFormats},
     {"lawn_max_buckets", FieldKind::kCount, &Options::lawn_max_buckets, 1, 65'535},
@@ -239,6 +240,13 @@ absl::Status SetField(const Field& field, std::string_view text, Options& option
       options.*std::get<Durability Options::*>(field.member) = durability;
       break;
     }
+    case FieldKind::kBool: {
+      if (text != "true" && text != "false") {
+        return absl::InvalidArgumentError(Quoted(text) + " is not a boolean; use true or false");
+      }
+      options.*std::get<bool Options::*>(field.member) = text == "true";
+      break;
+    }
   }
   return CheckField(field, options);
 }
@@ -279,6 +287,8 @@ absl::Status CheckField(const Field& field, const Options& options) {
       return absl::InvalidArgumentError(std::to_string(static_cast<int>(durability)) +
                                         " is not a durability; use sync, interval or memory");
     }
+    case FieldKind::kBool:
+      return absl::OkStatus();
   }
   return absl::InternalError("config field '" + std::string(field.key) + "' has an unknown kind");
 }
@@ -292,6 +302,8 @@ std::string FieldValueText(const Field& field, const Options& options) {
       return options.*std::get<std::string Options::*>(field.member);
     case FieldKind::kDurability:
       return std::string(DurabilityName(options.*std::get<Durability Options::*>(field.member)));
+    case FieldKind::kBool:
+      return options.*std::get<bool Options::*>(field.member) ? "true" : "false";
     case FieldKind::kDuration:
       return FormatDuration(options.*std::get<nanoseconds Options::*>(field.member));
     case FieldKind::kCount:

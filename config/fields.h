@@ -28,13 +28,14 @@ enum class FieldKind {
   kBytes,           // Byte size (ParseBytes) in min..max.
   kDuration,        // Duration (ParseDuration) in min..max nanoseconds.
   kDurability,      // "sync" | "interval" | "memory".
+  kBool,            // "true" | "false".
 };
 
 struct Field {
   std::string_view key;  // The YAML key; its flag, where there is one, spells '_' as '-'.
   FieldKind kind;
   std::variant<std::string Options::*, uint32_t Options::*, uint64_t Options::*,
-               std::chrono::nanoseconds Options::*, Durability Options::*>
+               std::chrono::nanoseconds Options::*, Durability Options::*, bool Options::*>
       member;
   uint64_t min = 0;  // kCount, kBytes, kDuration: allowed range, inclusive (nanoseconds for kDuration).
   uint64_t max = 0;

@@ -137,6 +137,11 @@ struct Options {
   // Allowed 0..10m. Default 10s.
   std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
 
+  // Recovery: a record that cannot be decoded is logged (key and reason), counted and skipped instead of
+  // stopping lawnd (exit code 3). For getting a damaged store running again; its timers are lost.
+  // Flag --skip-corrupt-records. Default false.
+  bool skip_corrupt_records = false;
+
   // Lowest log level printed: trace, debug, info, warn, error, critical or off. Default "info".
   std::string log_level = "info";
 

@@ -122,6 +122,8 @@ void LawnServer::UpdateHealth() {
   health->SetServingStatus(kLivenessService, !runtime_->write_failed());
 }
 
+absl::Status LawnServer::WaitUntilRecovered() { return runtime_->WaitUntilReady(); }
+
 TimerStore* LawnServer::store() { return runtime_ != nullptr ? runtime_->store() : nullptr; }
 
 void LawnServer::Drain() {

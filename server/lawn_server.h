@@ -35,6 +35,9 @@ class LawnServer {
   // the workers and syncs the store.
   void Drain();
 
+  // Blocks until recovery is done; returns its status (not OK: lawnd must exit, nothing has fired).
+  absl::Status WaitUntilRecovered();
+
   int port() const { return port_; }
   TimerStore* store();
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "config/config.h"
 #include "server/lawn_server.h"
@@ -19,6 +20,14 @@ namespace {
 // blocked mask and sigwait) works whichever thread the kernel picks, so it does not depend on every thread,
 // including those libraries create, inheriting a mask set before them.
 int g_stop_pipe_write = -1;
+
+// Written to the stop pipe (instead of a signal number) when recovery fails.
+constexpr char kRecoveryFailed = 'R';
+
+// Exit codes (README, operations): 0 stopped by SIGTERM/SIGINT; 1 cannot start (store, ports); 2 bad flags or
+// config; 3 recovery failed (e.g. a corrupt record: see --skip-corrupt-records).
+constexpr int kExitCannotStart = 1;
+constexpr int kExitRecoveryFailed = 3;
 
 extern "C" void OnStopSignal(int signal) {
   const char byte = static_cast<char>(signal);
@@ -77,9 +86,21 @@ int main(int argc, char** argv) {
   lawn::LawnServer server(*options);
   if (absl::Status s = server.Start(); !s.ok()) {
     spdlog::critical("lawnd cannot start: {}", s.ToString());
-    return 1;
+    return kExitCannotStart;
   }
+  // Recovery runs in the background (health says NOT_SERVING meanwhile); if it fails, wake main to exit.
+  std::thread recovery_watch([&server] {
+    if (!server.WaitUntilRecovered().ok()) {
+      (void)!write(g_stop_pipe_write, &kRecoveryFailed, 1);
+    }
+  });
+  recovery_watch.detach();
   const int signal = WaitForStopSignal(stop_fd);
+  if (signal == kRecoveryFailed) {
+    spdlog::critical("lawnd exits: recovery failed (exit code {})", kExitRecoveryFailed);
+    server.Drain();
+    return kExitRecoveryFailed;
+  }
   spdlog::info("received {}; draining (at most {} ms)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                std::chrono::duration_cast<std::chrono::milliseconds>(options->shutdown_timeout).count());
   server.Drain();

@@ -95,6 +95,12 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                          .Help("1 after a storage write failed for good (lawnd refuses writes until restarted)")
                          .Register(*registry_)
                          .Add({});
+  corrupt_skipped_ = &prometheus::BuildGauge()
+                          .Name("lawn_corrupt_records_skipped")
+                          .Help("Stored records the last recovery skipped because they could not be decoded "
+                                "(skip_corrupt_records)")
+                          .Register(*registry_)
+                          .Add({});
   auto& requests = prometheus::BuildHistogram()
                        .Name("lawn_request_duration_seconds")
                        .Help("Time from receiving an RPC to answering it, by method")

@@ -62,6 +62,7 @@ class Metrics {
   prometheus::Gauge& checkpoints() { return *checkpoints_; }
   prometheus::Gauge& outbox_bytes() { return *outbox_bytes_; }
   prometheus::Gauge& storage_failed() { return *storage_failed_; }
+  prometheus::Gauge& corrupt_records_skipped() { return *corrupt_skipped_; }
   prometheus::Histogram& request_duration(Rpc rpc) { return *request_duration_[static_cast<size_t>(rpc)]; }
   prometheus::Histogram& expiry_lateness() { return *lateness_; }
   prometheus::Histogram& storage_write_duration() { return *storage_write_; }
@@ -96,6 +97,7 @@ class Metrics {
   prometheus::Gauge* checkpoints_;
   prometheus::Gauge* outbox_bytes_;
   prometheus::Gauge* storage_failed_;
+  prometheus::Gauge* corrupt_skipped_;
   std::vector<prometheus::Histogram*> request_duration_;
   prometheus::Histogram* lateness_;
   prometheus::Histogram* storage_write_;

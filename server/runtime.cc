@@ -95,6 +95,13 @@ void Runtime::Recover() {
     current.clear();
   };
   absl::Status status = absl::OkStatus();
+  uint64_t skipped = 0;
+  auto on_corrupt = [&](const absl::Status& corrupt) {
+    if (!options_.skip_corrupt_records) return false;
+    ++skipped;
+    spdlog::error("recovery: skipping a corrupt record (skip_corrupt_records): {}", std::string(corrupt.message()));
+    return true;
+  };
   if (store_ != nullptr) {
     status = store_->Recover(
         [&](const StoredTimer& t) {
@@ -127,8 +134,10 @@ void Runtime::Recover() {
           max_delivery_id = std::max(max_delivery_id, e.delivery_id);
           current.push_back(std::move(d));
           ++expirations;
-        });
+        },
+        on_corrupt);
   }
+  if (metrics_ != nullptr) metrics_->corrupt_records_skipped().Set(static_cast<double>(skipped));
   flush_outbox();
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
     if (!pending[shard].empty()) Submit(shard, std::make_unique<RecoverCommand>(std::move(pending[shard])));
@@ -139,13 +148,21 @@ void Runtime::Recover() {
     Submit(shard, std::make_unique<BarrierCommand>(barrier));
   }
   barrier->Wait();
-  for (auto& w : workers_) w->EnableExpiry(max_delivery_id);
+  // A failed recovery fires nothing: the shards may hold only part of the store, and firing from a partial
+  // view could deliver a timer whose delete or reschedule was not read back. lawnd exits instead.
+  if (status.ok()) {
+    for (auto& w : workers_) w->EnableExpiry(max_delivery_id);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (status.ok()) {
-    spdlog::info("recovery done: {} timers and {} undelivered expirations in {:.3f} s ({:.0f} timers/s)", timers,
-                 expirations, seconds, seconds > 0 ? timers / seconds : 0.0);
+    spdlog::info("recovery done: {} timers and {} undelivered expirations in {:.3f} s ({:.0f} timers/s){}",
+                 timers, expirations, seconds, seconds > 0 ? timers / seconds : 0.0,
+                 skipped > 0 ? "; skipped " + std::to_string(skipped) + " corrupt records" : std::string());
   } else {
-    spdlog::critical("recovery failed: {}", status.ToString());
+    spdlog::critical("recovery failed, nothing fired: {}{}", status.ToString(),
+                     status.code() == absl::StatusCode::kDataLoss
+                         ? " (lawnd --skip-corrupt-records starts anyway, dropping such records)"
+                         : "");
   }
   if (metrics_ != nullptr) metrics_->recovery_duration().Set(seconds);
   {

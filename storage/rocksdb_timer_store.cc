@@ -397,7 +397,8 @@ absl::Status RocksDbTimerStore::Sync() {
 }
 
 absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
-                                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration) {
+                                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                                        absl::FunctionRef<bool(const absl::Status&)> on_corrupt) {
   Rep& r = *rep_;
   // One snapshot for both column families: a concurrent expiry (timer out, outbox entry in) is seen either
   // entirely or not at all.
@@ -407,7 +408,10 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
     StoredTimer t;
     t.key = key;
     if (!internal::DecodeTimerValue(value, &t)) {
-      return absl::DataLossError(absl::StrCat("timers record with key 0x", Hex(key), " cannot be decoded"));
+      absl::Status corrupt = absl::DataLossError(absl::StrCat(
+          "timers record with key 0x", Hex(key), " cannot be decoded (value 0x", Hex(value.substr(0, 64)),
+          value.size() > 64 ? "..." : "", ", ", value.size(), " bytes: not a timer record of FORMAT.md)"));
+      return on_corrupt(corrupt) ? absl::OkStatus() : corrupt;
     }
     on_timer(t);
     return absl::OkStatus();
@@ -415,8 +419,13 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
   if (st.ok()) {
     st = r.Scan(r.outbox, snapshot, [&](std::string_view key, std::string_view value) {
       StoredExpiration e;
-      if (!internal::DecodeOutboxKey(key, &e.delivery_id) || !internal::DecodeExpirationValue(value, &e)) {
-        return absl::DataLossError(absl::StrCat("outbox record with key 0x", Hex(key), " cannot be decoded"));
+      const bool key_ok = internal::DecodeOutboxKey(key, &e.delivery_id);
+      if (!key_ok || !internal::DecodeExpirationValue(value, &e)) {
+        absl::Status corrupt = absl::DataLossError(absl::StrCat(
+            "outbox record with key 0x", Hex(key), " cannot be decoded (",
+            key_ok ? "value is not an expiration record" : "key is not an 8-byte delivery id",
+            " of FORMAT.md, value ", value.size(), " bytes)"));
+        return on_corrupt(corrupt) ? absl::OkStatus() : corrupt;
       }
       on_expiration(e);
       return absl::OkStatus();

@@ -74,8 +74,10 @@ class RocksDbTimerStore final : public TimerStore {
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
   absl::Status Sync() override;
   absl::Status CheckSpace(uint64_t bytes) override;
+  using TimerStore::Recover;
   absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
-                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration) override;
+                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                       absl::FunctionRef<bool(const absl::Status&)> on_corrupt) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
 
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent

@@ -65,9 +65,17 @@ class TimerStore {
   virtual absl::Status Sync() = 0;
 
   // Calls `on_timer` for every stored timer and `on_expiration` for every outbox entry, in key order.
-  // The views are valid during the call only. DATA_LOSS if a record cannot be decoded.
+  // The views are valid during the call only. A record that cannot be decoded is handed to `on_corrupt` as a
+  // DATA_LOSS status naming its column family, key and why: it returns true to skip the record and go on,
+  // false to stop; Recover then returns that status.
   virtual absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
-                               absl::FunctionRef<void(const StoredExpiration&)> on_expiration) = 0;
+                               absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                               absl::FunctionRef<bool(const absl::Status&)> on_corrupt) = 0;
+  // As above, stopping at the first corrupt record.
+  absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration) {
+    return Recover(on_timer, on_expiration, [](const absl::Status&) { return false; });
+  }
 
   // A counter that grows by one on every call and survives restarts (used to make delivery ids unique
   // across restarts). Written synchronously.

@@ -58,6 +58,34 @@ TEST(RocksDbTimerStoreTest, RefusesUnknownFormatVersionNamingBoth) {
   EXPECT_NE(store.status().message().find("supports format version 1"), std::string::npos) << store.status();
 }
 
+TEST(RocksDbTimerStoreTest, CorruptRecordsAreSkippedWhenTheHandlerSaysSo) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  {
+    auto store = MustOpen(path);
+    StoreBatch b;
+    b.PutTimer(Key("ns", "good"), 1, 0, 0, "");
+    ASSERT_TRUE(store->Write(b, SyncMode::kSync).ok());
+  }
+  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "bad"), std::string("\x09garbage")).ok());
+  ASSERT_TRUE(PutRawForTest(path, "outbox", "short", "x").ok());
+  auto store = MustOpen(path);
+  std::vector<std::string> timers;
+  std::vector<absl::Status> corrupt;
+  absl::Status s = store->Recover([&](const StoredTimer& t) { timers.emplace_back(t.key); },
+                                  [](const StoredExpiration&) {},
+                                  [&](const absl::Status& why) {
+                                    corrupt.push_back(why);
+                                    return true;
+                                  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(timers, std::vector<std::string>{Key("ns", "good")});
+  ASSERT_EQ(corrupt.size(), 2u);
+  EXPECT_EQ(corrupt[0].code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(corrupt[0].message().find("timers record"), std::string::npos) << corrupt[0];
+  EXPECT_NE(corrupt[1].message().find("outbox record"), std::string::npos) << corrupt[1];
+}
+
 TEST(RocksDbTimerStoreTest, CorruptTimerRecordIsDataLossNamingTheKey) {
   TempDir dir;
   const std::string path = dir.Sub("data");

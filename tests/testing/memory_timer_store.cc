@@ -85,7 +85,8 @@ absl::Status MemoryTimerStore::Sync() {
 }
 
 absl::Status MemoryTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
-                                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration) {
+                                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                                       absl::FunctionRef<bool(const absl::Status&)> /*on_corrupt*/) {
   absl::ReaderMutexLock l(&mu_);
   for (const auto& [key, t] : live_.timers) {
     on_timer(StoredTimer{key, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload});

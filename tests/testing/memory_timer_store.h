@@ -51,8 +51,10 @@ class MemoryTimerStore final : public TimerStore {
   // TimerStore
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
   absl::Status Sync() override;
+  using TimerStore::Recover;
   absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
-                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration) override;
+                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                       absl::FunctionRef<bool(const absl::Status&)> on_corrupt) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
 
  private:
