@@ -57,7 +57,8 @@ void ApplyServerLimits(const Options& options, grpc::ServerBuilder& builder) {
 
 }  // namespace
 
-LawnServer::LawnServer(const Options& options) : options_(options) {}
+LawnServer::LawnServer(const Options& options, StoreOpener open_store)
+    : options_(options), open_store_(std::move(open_store)) {}
 
 LawnServer::~LawnServer() {
   if (server_ != nullptr) Drain();
@@ -70,7 +71,8 @@ absl::Status LawnServer::Start() {
     RocksDbStoreOptions store_options;
     store_options.path = options_.data_dir;
     store_options.min_free_disk_bytes = options_.min_free_disk_bytes;
-    absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened = RocksDbTimerStore::Open(store_options);
+    absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened =
+        open_store_ ? open_store_(store_options) : RocksDbTimerStore::Open(store_options);
     if (!opened.ok()) return opened.status();
     rocksdb = opened->get();
     store = std::move(*opened);

@@ -7,10 +7,12 @@
 // Thread-safety: Start and Drain are called from one thread; health updates come from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "config/options.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/timer_store.h"
@@ -22,9 +24,17 @@ class Metrics;
 class Runtime;
 class TimerServiceImpl;
 
+class RocksDbTimerStore;
+struct RocksDbStoreOptions;
+
 class LawnServer {
  public:
-  explicit LawnServer(const Options& options);
+  // Opens the RocksDB store lawnd runs on. The default opens it on the real file system; a test executable
+  // may open it on another RocksDB Env (e.g. one that simulates power cuts).
+  using StoreOpener =
+      std::function<absl::StatusOr<std::unique_ptr<RocksDbTimerStore>>(const RocksDbStoreOptions& options)>;
+
+  explicit LawnServer(const Options& options, StoreOpener open_store = nullptr);
   ~LawnServer();
   LawnServer(const LawnServer&) = delete;
   LawnServer& operator=(const LawnServer&) = delete;
@@ -45,6 +55,7 @@ class LawnServer {
   void UpdateHealth();
 
   const Options options_;
+  const StoreOpener open_store_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<TimerServiceImpl> service_;

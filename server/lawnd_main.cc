@@ -1,8 +1,5 @@
 // lawnd: parse flags, load config, wire the runtime and the gRPC server, run until SIGTERM/SIGINT, drain.
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,16 +9,12 @@
 #include "config/config.h"
 #include "server/lawn_server.h"
 #include "server/logging.h"
+#include "server/signal_pipe.h"
 #include "spdlog/spdlog.h"
 
 namespace {
 
-// The write end of the self-pipe the stop-signal handler writes to. A process-wide handler (rather than a
-// blocked mask and sigwait) works whichever thread the kernel picks, so it does not depend on every thread,
-// including those libraries create, inheriting a mask set before them.
-int g_stop_pipe_write = -1;
-
-// Written to the stop pipe (instead of a signal number) when recovery fails.
+// Posted to the signal pipe (instead of a signal number) when recovery fails.
 constexpr char kRecoveryFailed = 'R';
 
 // Exit codes (README, operations): 0 stopped by SIGTERM/SIGINT; 1 cannot start (store, ports); 2 bad flags or
@@ -29,41 +22,10 @@ constexpr char kRecoveryFailed = 'R';
 constexpr int kExitCannotStart = 1;
 constexpr int kExitRecoveryFailed = 3;
 
-extern "C" void OnStopSignal(int signal) {
-  const char byte = static_cast<char>(signal);
-  (void)!write(g_stop_pipe_write, &byte, 1);  // Async-signal-safe; a full pipe means a stop is already queued.
-}
-
-// Installs the handler; returns the read end of the pipe, or -1.
-int InstallStopHandler() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-  g_stop_pipe_write = fds[1];
-  struct sigaction action = {};
-  action.sa_handler = OnStopSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  return fds[0];
-}
-
-// Blocks until a stop signal arrives; returns it.
-int WaitForStopSignal(int read_fd) {
-  const int flags = fcntl(read_fd, F_GETFL);
-  fcntl(read_fd, F_SETFL, flags & ~O_NONBLOCK);
-  char byte = 0;
-  while (read(read_fd, &byte, 1) != 1) {
-    if (errno != EINTR) return SIGTERM;
-  }
-  return byte;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int stop_fd = InstallStopHandler();
-  if (stop_fd < 0) {
+  if (!lawn::SignalPipe::Install({SIGTERM, SIGINT})) {
     std::perror("lawnd: cannot install the SIGTERM handler");
     return 1;
   }
@@ -91,11 +53,11 @@ int main(int argc, char** argv) {
   // Recovery runs in the background (health says NOT_SERVING meanwhile); if it fails, wake main to exit.
   std::thread recovery_watch([&server] {
     if (!server.WaitUntilRecovered().ok()) {
-      (void)!write(g_stop_pipe_write, &kRecoveryFailed, 1);
+      lawn::SignalPipe::Post(kRecoveryFailed);
     }
   });
   recovery_watch.detach();
-  const int signal = WaitForStopSignal(stop_fd);
+  const int signal = lawn::SignalPipe::Wait();
   if (signal == kRecoveryFailed) {
     spdlog::critical("lawnd exits: recovery failed (exit code {})", kExitRecoveryFailed);
     server.Drain();

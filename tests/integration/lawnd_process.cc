@@ -70,7 +70,7 @@ std::string LawndProcess::Log() const {
 
 int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
   const std::vector<std::string> args = [&] {
-    std::vector<std::string> a = {LawndPath(), "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
+    std::vector<std::string> a = {binary_, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                   "--metrics-listen", ""};
     a.insert(a.end(), extra_args_.begin(), extra_args_.end());
     return a;
@@ -105,7 +105,7 @@ int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
 void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
   ASSERT_LT(pid_, 0) << "already running";
   log_offset_ = Log().size();
-  std::vector<std::string> args = {LawndPath(), "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
+  std::vector<std::string> args = {binary_, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                    "--metrics-listen", "", "--shards", "2", "--log-level", "debug"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   const pid_t pid = fork();
@@ -148,36 +148,39 @@ void LawndProcess::Start(std::chrono::milliseconds timeout) {
   ASSERT_TRUE(WaitServing(timeout)) << "lawnd never became SERVING; log:\n" << Log().substr(log_offset_);
 }
 
-bool LawndProcess::WaitServing(std::chrono::milliseconds timeout) {
+int LawndProcess::HealthStatus(const std::string& service) {
   auto ch = channel();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited (services here are < 128 bytes).
+  std::string request = service.empty() ? std::string() : std::string(1, '\x0a') + static_cast<char>(service.size()) + service;
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buf(&slice, 1), response_buf;
+  grpc::GenericStub generic(ch);
+  grpc::CompletionQueue cq;
+  grpc::Status status;
+  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request_buf, &cq);
+  call->StartCall();
+  call->Finish(&response_buf, &status, reinterpret_cast<void*>(1));
+  void* tag;
+  bool ok;
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  if (!status.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  (void)response_buf.Dump(&slices);
+  std::string bytes;
+  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // HealthCheckResponse{status}: 08 <status>; an empty message is status 0 (UNKNOWN).
+  return bytes.size() == 2 && bytes[0] == '\x08' ? bytes[1] : 0;
+}
+
+bool LawndProcess::WaitServing(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    grpc::ByteBuffer request_buf, response_buf;
-    // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message.
-    grpc::GenericStub generic(ch);
-    grpc::Slice empty;
-    request_buf = grpc::ByteBuffer(&empty, 1);
-    grpc::CompletionQueue cq;
-    grpc::Status status;
-    auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request_buf, &cq);
-    call->StartCall();
-    call->Finish(&response_buf, &status, reinterpret_cast<void*>(1));
-    void* tag;
-    bool ok;
-    cq.Next(&tag, &ok);
-    cq.Shutdown();
-    while (cq.Next(&tag, &ok)) {
-    }
-    if (status.ok()) {
-      std::vector<grpc::Slice> slices;
-      (void)response_buf.Dump(&slices);
-      std::string bytes;
-      for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-      // HealthCheckResponse{status: SERVING (1)} encodes as 08 01.
-      if (bytes == std::string("\x08\x01", 2)) return true;
-    }
+    if (HealthStatus("") == kServing) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

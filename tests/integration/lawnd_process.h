@@ -17,6 +17,9 @@
 
 namespace lawn::testing {
 
+// Path of the lawnd binary under test (set by CMake).
+std::string LawndPath();
+
 // A temp dir removed (recursively) at destruction.
 class TempDir {
  public:
@@ -39,6 +42,12 @@ class LawndProcess {
   // Starts without waiting for SERVING (still waits for the port).
   void StartNoWait(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   bool WaitServing(std::chrono::milliseconds timeout);
+  // grpc.health.v1 status of `service` ("" = the server): kServing, kNotServing, 0 (unknown), -1 (no answer).
+  static constexpr int kServing = 1;
+  static constexpr int kNotServing = 2;
+  int HealthStatus(const std::string& service);
+  // Runs `binary` instead of lawnd (e.g. tests/testing's lawnd_fault), with the same flags.
+  void set_binary(std::string binary) { binary_ = std::move(binary); }
   // Runs lawnd expecting it to exit on its own (e.g. refusing a bad config); returns its exit status, or -1
   // if it was still running after `timeout` (then it is killed).
   int RunToExit(std::chrono::milliseconds timeout);
@@ -59,6 +68,7 @@ class LawndProcess {
  private:
   std::string data_dir_;
   std::vector<std::string> extra_args_;
+  std::string binary_ = LawndPath();
   std::string log_path_;
   pid_t pid_ = -1;
   int port_ = 0;
@@ -75,8 +85,6 @@ double MetricSample(const std::string& text, const std::string& series);
 // The metrics port lawnd logged ("metrics on http://host:PORT/metrics") in `log`, or 0.
 int MetricsPortFromLog(const std::string& log);
 
-// Path of the lawnd binary under test (set by CMake).
-std::string LawndPath();
 
 // Writes `text` to `path` (e.g. a lawn.yaml for --config); returns `path`.
 std::string WriteFile(const std::string& path, const std::string& text);

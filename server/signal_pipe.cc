@@ -1,0 +1,47 @@
+#include "server/signal_pipe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+namespace lawn {
+
+namespace {
+
+// The pipe's ends; set once by Install, read by the handler (a plain int is async-signal-safe to read).
+int g_read_fd = -1;
+int g_write_fd = -1;
+
+extern "C" void OnSignal(int signal) { SignalPipe::Post(static_cast<char>(signal)); }
+
+}  // namespace
+
+bool SignalPipe::Install(std::initializer_list<int> signals) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  g_read_fd = fds[0];
+  g_write_fd = fds[1];
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signal : signals) sigaction(signal, &action, nullptr);
+  return true;
+}
+
+void SignalPipe::Post(char byte) {
+  (void)!write(g_write_fd, &byte, 1);  // A full pipe means a wake-up is already queued.
+}
+
+int SignalPipe::Wait() {
+  const int flags = fcntl(g_read_fd, F_GETFL);
+  fcntl(g_read_fd, F_SETFL, flags & ~O_NONBLOCK);
+  char byte = 0;
+  while (read(g_read_fd, &byte, 1) != 1) {
+    if (errno != EINTR) return SIGTERM;
+  }
+  return byte;
+}
+
+}  // namespace lawn
