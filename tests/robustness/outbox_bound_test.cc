@@ -38,6 +38,23 @@ class OutboxBoundTest : public ::testing::Test {
   double Metric(const std::string& series) {
     return MetricSample(HttpGet(MetricsPortFromLog(lawnd_->Log()), "/metrics"), series);
   }
+  // Starts `n` timers prefix0.. in one StartTimers call (so none fires before the others are in), `ttl` plus
+  // 10 ms per index; returns their deadlines.
+  std::map<std::string, int64_t> StartAll(const std::string& ns, const std::string& prefix, int n, int ttl_ms) {
+    v1::StartTimersRequest req;
+    for (int i = 0; i < n; ++i) {
+      *req.add_timers() = TtlRequest(ns, prefix + std::to_string(i), milliseconds(ttl_ms + 10 * i));
+    }
+    grpc::ClientContext ctx;
+    v1::StartTimersResponse resp;
+    std::map<std::string, int64_t> deadlines;
+    EXPECT_TRUE(stub_->StartTimers(&ctx, req, &resp).ok());
+    for (const auto& r : resp.results()) {
+      EXPECT_EQ(r.code(), 0) << r.message();
+      deadlines[r.timer().id()] = ToNs(r.timer().deadline());
+    }
+    return deadlines;
+  }
   grpc::Status Get(const std::string& ns, const std::string& id, v1::Timer* out) {
     grpc::ClientContext ctx;
     v1::GetTimerRequest r;
@@ -55,13 +72,8 @@ class OutboxBoundTest : public ::testing::Test {
 
 TEST_F(OutboxBoundTest, FullOutboxHoldsDueTimersRefusesStartsAndDeliversAllLater) {
   StartLawnd("max_outbox_per_namespace: 3\n");
-  std::map<std::string, int64_t> deadlines;
-  for (int i = 0; i < 6; ++i) {
-    v1::Timer t;
-    const std::string id = "t" + std::to_string(i);
-    ASSERT_TRUE(StartTtl(*stub_, "full", id, milliseconds(50 + 10 * i), &t).ok());
-    deadlines[id] = ToNs(t.deadline());
-  }
+  std::map<std::string, int64_t> deadlines = StartAll("full", "t", 6, 100);
+  ASSERT_EQ(deadlines.size(), 6u);
   // Three fire into the outbox; the other three come due and are held, still pending.
   ASSERT_TRUE(WaitFor([&] { return Stats("full").outbox() == 3 && Metric("lawn_held_expirations_total") >= 3; }));
   EXPECT_EQ(Stats("full").outbox(), 3u);
@@ -120,7 +132,7 @@ TEST_F(OutboxBoundTest, FullOutboxSkipsRecurringFiringsOnTheGrid) {
 TEST_F(OutboxBoundTest, RestartWithFullOutboxKeepsEveryTimerAndTheBound) {
   const std::string yaml = "max_outbox_per_namespace: 2\n";
   StartLawnd(yaml);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(StartTtl(*stub_, "r", "t" + std::to_string(i), milliseconds(30)).ok());
+  ASSERT_EQ(StartAll("r", "t", 5, 100).size(), 5u);
   ASSERT_TRUE(WaitFor([&] { return Stats("r").outbox() == 2 && Stats("r").pending_timers() == 3; }));
   ASSERT_EQ(lawnd_->Stop(SIGKILL), 128 + SIGKILL);
   lawnd_->Start();
