@@ -1,0 +1,80 @@
+// Runtime's background thread: redelivery of unacked expirations, the release of held timers that raced with
+// an ack, interval-mode syncs, and the gauges the workers do not own (outboxes, subscribers, data dir).
+#include <algorithm>
+#include <chrono>
+
+#include "server/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+void Runtime::Background() {
+  const uint64_t ack_timeout = static_cast<uint64_t>(options_.ack_timeout.count());
+  // Redelivery needs no finer resolution than a tenth of the ack timeout (at most 100 ms).
+  auto period = std::chrono::nanoseconds(std::min<uint64_t>(ack_timeout / 10, 100'000'000));
+  const bool interval_sync = store_ != nullptr && options_.durability == Durability::kInterval;
+  if (interval_sync) period = std::min(period, options_.sync_interval);
+  auto last_sync = std::chrono::steady_clock::now();
+  auto last_gauges = last_sync;
+  auto last_disk = last_sync - std::chrono::hours(1);
+  std::unique_lock lock(stop_mu_);
+  while (!stopping_) {
+    stop_cv_.wait_for(lock, period);
+    if (stopping_) break;
+    lock.unlock();
+    const uint64_t now = TimeBase::MonoNowNs();
+    for (NamespaceState* ns : namespaces_.All()) {
+      // The ack path releases held timers as soon as it frees room; this catches a hold that raced with it.
+      MaybeReleaseHeld(ns);
+      const size_t redelivered = ns->outbox.ExpireAcks(now);
+      if (redelivered > 0) {
+        spdlog::warn("namespace '{}': {} expirations not acked within ack_timeout; redelivering", ns->name(),
+                     redelivered);
+      }
+    }
+    if (interval_sync && std::chrono::steady_clock::now() - last_sync >= options_.sync_interval) {
+      last_sync = std::chrono::steady_clock::now();
+      absl::Status synced = store_->Sync();
+      if (!synced.ok()) ReportWriteFailure(synced);
+      if (metrics_ != nullptr) metrics_->storage_syncs().Increment();
+    }
+    const auto now_steady = std::chrono::steady_clock::now();
+    if (now_steady - last_gauges >= std::chrono::seconds(1)) {
+      last_gauges = now_steady;
+      // The data dir is walked file by file: every 10 s is plenty for a size gauge.
+      const bool with_disk = now_steady - last_disk >= std::chrono::seconds(10);
+      if (with_disk) last_disk = now_steady;
+      UpdateMetrics(with_disk);
+    }
+    lock.lock();
+  }
+}
+
+void Runtime::UpdateMetrics(bool with_disk) {
+  for (NamespaceState* ns : namespaces_.All()) {
+    const OutboxCounters c = ns->outbox.Counters();
+    // Slow subscribers: expirations waiting while every connected subscriber is full, second after second.
+    SlowWatch& watch = slow_[ns->name()];
+    const bool backlog = c.subscribers > 0 && c.ready > 0 && c.ready >= watch.last_ready;
+    watch.seconds = backlog ? watch.seconds + 1 : 0;
+    watch.last_ready = c.ready;
+    if (watch.seconds >= 10 && watch.seconds % 10 == 0) {
+      spdlog::warn("namespace '{}': {} expirations waiting for {} s while {} subscribers are at max_in_flight; "
+                   "subscribers are slower than the expiry rate",
+                   ns->name(), c.ready, watch.seconds, c.subscribers);
+    }
+    if (metrics_ == nullptr) continue;
+    metrics_->outbox(ns->name()).Set(static_cast<double>(c.ready + c.in_flight));
+    metrics_->subscribers(ns->name()).Set(static_cast<double>(c.subscribers + c.observers));
+    uint64_t& seen = redeliveries_seen_[ns->name()];
+    if (c.redeliveries > seen) metrics_->redeliveries().Increment(static_cast<double>(c.redeliveries - seen));
+    seen = c.redeliveries;
+  }
+  if (metrics_ != nullptr) metrics_->outbox_bytes().Set(static_cast<double>(namespaces_.outbox_bytes()));
+  if (with_disk && store_ != nullptr && metrics_ != nullptr) {
+    absl::StatusOr<uint64_t> bytes = store_->DataBytes();
+    if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));
+  }
+}
+
+}  // namespace lawn

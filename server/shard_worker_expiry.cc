@@ -1,0 +1,88 @@
+// ShardWorker's expiry: admission of due timers against their namespace's outbox bound (fire, hold or
+// skip), and the records a firing writes (the timer out or re-armed, the expiration into the outbox) in the
+// round's batch. Runs on the worker thread, inside RunRound.
+#include <algorithm>
+
+#include "server/runtime.h"
+#include "server/shard_worker.h"
+
+namespace lawn {
+
+void ShardWorker::ReleaseHeld(NamespaceState* ns) {
+  if (std::find(release_.begin(), release_.end(), ns) == release_.end()) release_.push_back(ns);
+}
+
+AdmitDecision ShardWorker::Admit(const TimerView& t) {
+  const auto [ns_name, id] = Runtime::SplitKey(t.id);
+  absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);
+  if (!ns.ok()) {
+    // Only a recovered timer of a namespace beyond max_namespaces: it stays pending (and on disk), held in a
+    // group no release names, until a restart with a higher limit.
+    admitted_ns_ = nullptr;
+    return {Admission::kHold, UINT16_MAX};
+  }
+  admitted_ns_ = *ns;
+  if ((*ns)->outbox.TryReserve(Delivery::ChargeFor(t.id.size(), t.payload.size()))) return {Admission::kFire, 0};
+  // The outbox is full. Recurring timers skip this firing (and stay on their grid); one-shot timers wait in
+  // the engine, pending, until acks make room (the runtime then asks every shard to release them).
+  if (t.interval_ns != 0) {
+    counters_.skipped++;
+    return {Admission::kSkip, (*ns)->index};
+  }
+  counters_.held++;
+  (*ns)->holding.store(true, std::memory_order_release);
+  return {Admission::kHold, (*ns)->index};
+}
+
+void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
+  const TimeBase& time = runtime_.time();
+  StoreBatch* batch = this->batch();
+  const TimerView& t = fired.timer;
+  NamespaceState* ns = admitted_ns_;
+  if (fired.skipped) {
+    // Nothing delivered: only the re-armed deadline is stored, so a restart does not fire the skipped one.
+    if (batch != nullptr) {
+      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+    }
+    return;
+  }
+  Delivery d;
+  d.delivery_id = delivery_ids_.Next(fired_at / 1'000'000);
+  d.key.assign(t.id);
+  d.payload.assign(t.payload);
+  d.deadline_unix_ns = time.ToWall(t.deadline_ns);
+  d.fired_at_unix_ns = fired_at;
+  d.ttl_ns = t.ttl_ns;
+  d.interval_ns = t.interval_ns;
+  d.late = now_mono_ns_ > t.deadline_ns + late_after_ns_;
+  if (batch != nullptr) {
+    // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
+    // enters the outbox.
+    if (fired.next_deadline_ns != 0) {
+      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+    } else {
+      batch->DeleteTimer(t.id);
+    }
+    batch->PutExpiration(d.delivery_id, t.id, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload, fired_at,
+                         0);
+  }
+  if (fired.next_deadline_ns == 0) {
+    ns->pending.fetch_sub(1, std::memory_order_relaxed);
+    ns->pending_bytes.fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+    runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
+    runtime_.total_pending_bytes().fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+  }
+  deliveries_.emplace_back(ns, std::move(d));
+}
+
+void ShardWorker::Expire() {
+  const int64_t fired_at = TimeBase::WallNowNs();
+  auto admit = [this](const TimerView& t) { return Admit(t); };
+  auto sink = [this, fired_at](const Fired& fired) { OnFired(fired, fired_at); };
+  // Held timers first: they were due before anything that comes due now.
+  for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index, now_mono_ns_, admit, sink);
+  release_.clear();
+  shard_.Advance(now_mono_ns_, admit, sink);
+}
+
+}  // namespace lawn
