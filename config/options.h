@@ -75,8 +75,9 @@ struct Options {
   // max_outbox_bytes_per_namespace. Default 512MiB.
   uint64_t max_outbox_bytes = uint64_t{512} << 20;
 
-  // Most namespaces lawnd tracks at once (a namespace costs an outbox and metric series; a namespace is
-  // created by its first start or subscription and kept until restart). Allowed 1..65536. Default 65536.
+  // Most namespaces lawnd tracks at once (a namespace costs an outbox and metric series). A namespace is
+  // created by its first start or subscription and forgotten, with its series, once it holds no pending timer,
+  // no outbox entry and no subscriber. Allowed 1..65536. Default 65536.
   uint32_t max_namespaces = 65536;
 
   // Most Subscribe streams (work-sharing and observers) attached to one namespace. Allowed 1..100000.

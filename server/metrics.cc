@@ -153,6 +153,12 @@ absl::Status Metrics::Serve(const std::string& listen) {
 
 prometheus::Gauge& Metrics::outbox(const std::string& ns) { return outbox_family_->Add({{"namespace", ns}}); }
 
+void Metrics::RemoveNamespace(const std::string& ns) {
+  // Add returns the existing series for these labels; Remove takes it out of the family.
+  outbox_family_->Remove(&outbox_family_->Add({{"namespace", ns}}));
+  subscribers_family_->Remove(&subscribers_family_->Add({{"namespace", ns}}));
+}
+
 prometheus::Gauge& Metrics::subscribers(const std::string& ns) {
   return subscribers_family_->Add({{"namespace", ns}});
 }

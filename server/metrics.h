@@ -70,6 +70,8 @@ class Metrics {
   prometheus::Gauge& data_dir_bytes() { return *data_dir_bytes_; }
   prometheus::Gauge& outbox(const std::string& ns);
   prometheus::Gauge& subscribers(const std::string& ns);
+  // Removes a forgotten namespace's series.
+  void RemoveNamespace(const std::string& ns);
 
  private:
   struct ShardGauges {

@@ -1,11 +1,19 @@
-// Namespaces: the registry of namespaces lawnd has seen, each with its pending-timer counters and its Outbox.
+// Namespaces: the registry of live namespaces, each with its pending-timer counters and its Outbox.
 //
-// Entries are created on first use and never removed while lawnd runs, so a NamespaceState* stays valid for
-// the life of the registry; shard workers cache these pointers to keep the registry lock off their hot path.
-// Each namespace has a small index (0..max_namespaces-1, in creation order): the hold group of its timers in
-// the shards' engines (core::Shard::ReleaseHeld).
+// Lifetime. A namespace is created by its first start or subscription and retired when it holds nothing: no
+// pending timer, no outbox entry, no subscriber, no operation in progress. Everything that may add state to
+// a namespace (a start, a subscription) first acquires it (TryAcquire) and releases it when done; a retired
+// namespace cannot be acquired, so the caller looks it up again and gets a fresh one. Retirement (TryRetire,
+// from the runtime's background thread) succeeds only if no acquisition or release happened while it checked
+// the counters (a generation in the same atomic word as the user count), so a start or subscription can
+// never slip into a namespace as it is retired. The registry owns states through shared_ptr: shard workers
+// cache raw pointers (keeping the registry lock off their hot path) and the runtime keeps a retired state
+// alive until every worker has dropped it from its cache.
 //
-// Thread-safety: thread-safe. Get takes a reader lock; creation a writer lock.
+// Each live namespace has a small index (0..max_namespaces-1, reused after retirement): the hold group of its
+// timers in the shards' engines (core::Shard::ReleaseHeld). A retired namespace holds no timers.
+//
+// Thread-safety: thread-safe. Lookups take a reader lock; creation and retirement a writer lock.
 #pragma once
 
 #include <atomic>
@@ -29,11 +37,17 @@ struct NamespaceLimits {
   uint32_t max_namespaces = 65536;         // At most 65536: indexes are 16-bit hold groups.
 };
 
-struct NamespaceState {
+class NamespaceState {
+ public:
   NamespaceState(std::string name, uint16_t index, uint64_t ack_timeout_ns, OutboxLimits limits,
                  OutboxBudget& budget)
       : index(index), outbox(std::move(name), ack_timeout_ns, limits, budget) {}
   const std::string& name() const { return outbox.name(); }
+
+  // Marks one more operation in progress. False once the namespace is retired: look it up again.
+  bool TryAcquire();
+  void Release();
+  bool retired() const { return (life_.load(std::memory_order_acquire) & kRetired) != 0; }
 
   const uint16_t index;
   std::atomic<uint64_t> pending{0};        // Pending timers (reserved at start, released at delete / expiry).
@@ -41,6 +55,14 @@ struct NamespaceState {
   // Some shard holds due timers of this namespace because its outbox was full: release them when it has room.
   std::atomic<bool> holding{false};
   Outbox outbox;
+
+ private:
+  friend class Namespaces;
+  static constexpr uint64_t kRetired = uint64_t{1} << 63;
+  static constexpr uint64_t kUsersMask = 0xFFFF'FFFF;       // Bits 0..31: operations in progress.
+  static constexpr uint64_t kGenerationMask = 0x7FFF'FFFF;  // Bits 32..62: bumped by every acquire/release.
+  // (retired, generation, users), changed by compare-and-swap only.
+  std::atomic<uint64_t> life_{0};
 };
 
 class Namespaces {
@@ -51,20 +73,31 @@ class Namespaces {
   Namespaces(const Namespaces&) = delete;
   Namespaces& operator=(const Namespaces&) = delete;
 
-  // Returns the namespace, creating it if needed. RESOURCE_EXHAUSTED beyond max_namespaces.
+  // Returns the live namespace, creating it if needed, acquired (TryAcquire): the caller must Release it.
+  // RESOURCE_EXHAUSTED beyond max_namespaces.
+  absl::StatusOr<NamespaceState*> Acquire(std::string_view name);
+  // Returns the live namespace, creating it if needed, not acquired. For callers whose namespace cannot be
+  // retired meanwhile (it holds the timer they act on) and for recovery (nothing is retired before it ends).
   absl::StatusOr<NamespaceState*> GetOrCreate(std::string_view name);
-  // nullptr if the namespace was never used.
+  // nullptr if there is no live namespace of that name.
   NamespaceState* Find(std::string_view name) const;
-  std::vector<NamespaceState*> All() const;
+  // Every live namespace, by name; the pointers keep them alive.
+  std::vector<std::shared_ptr<NamespaceState>> All() const;
   size_t size() const;
   // Bytes held by all outboxes together.
   uint64_t outbox_bytes() const { return budget_.bytes.load(std::memory_order_relaxed); }
+
+  // Retires `ns` if it holds nothing and nobody uses it; returns it (to keep alive until every cache dropped
+  // it), or nullptr if it is in use.
+  std::shared_ptr<NamespaceState> TryRetire(NamespaceState* ns);
 
  private:
   const NamespaceLimits limits_;
   OutboxBudget budget_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<NamespaceState>> by_name_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<NamespaceState>> by_name_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint16_t> free_indexes_ ABSL_GUARDED_BY(mu_);
+  uint32_t next_index_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace lawn

@@ -98,6 +98,8 @@ class Runtime {
   void NotifyHealth();
   // Refreshes the gauges the workers do not own (outboxes, subscribers, data dir) and counts redeliveries.
   void UpdateMetrics(bool with_disk);
+  // Has every worker drop a retired namespace from its cache, and drops its metric series.
+  void ForgetRetired(std::shared_ptr<NamespaceState> ns);
 
   const Options options_;
   const TimeBase time_;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "server/runtime.h"
+#include "server/worker_commands.h"
 #include "spdlog/spdlog.h"
 
 namespace lawn {
@@ -23,9 +24,9 @@ void Runtime::Background() {
     if (stopping_) break;
     lock.unlock();
     const uint64_t now = TimeBase::MonoNowNs();
-    for (NamespaceState* ns : namespaces_.All()) {
+    for (const std::shared_ptr<NamespaceState>& ns : namespaces_.All()) {
       // The ack path releases held timers as soon as it frees room; this catches a hold that raced with it.
-      MaybeReleaseHeld(ns);
+      MaybeReleaseHeld(ns.get());
       const size_t redelivered = ns->outbox.ExpireAcks(now);
       if (redelivered > 0) {
         spdlog::warn("namespace '{}': {} expirations not acked within ack_timeout; redelivering", ns->name(),
@@ -51,7 +52,15 @@ void Runtime::Background() {
 }
 
 void Runtime::UpdateMetrics(bool with_disk) {
-  for (NamespaceState* ns : namespaces_.All()) {
+  for (const std::shared_ptr<NamespaceState>& ns : namespaces_.All()) {
+    // A namespace that holds nothing is forgotten, with its metric series (not while recovering: recovery
+    // fills namespaces without acquiring them).
+    if (ready()) {
+      if (std::shared_ptr<NamespaceState> retired = namespaces_.TryRetire(ns.get())) {
+        ForgetRetired(std::move(retired));
+        continue;
+      }
+    }
     const OutboxCounters c = ns->outbox.Counters();
     // Slow subscribers: expirations waiting while every connected subscriber is full, second after second.
     SlowWatch& watch = slow_[ns->name()];
@@ -74,6 +83,17 @@ void Runtime::UpdateMetrics(bool with_disk) {
   if (with_disk && store_ != nullptr && metrics_ != nullptr) {
     absl::StatusOr<uint64_t> bytes = store_->DataBytes();
     if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));
+  }
+}
+
+void Runtime::ForgetRetired(std::shared_ptr<NamespaceState> ns) {
+  spdlog::debug("namespace '{}' holds nothing; forgotten", ns->name());
+  if (metrics_ != nullptr) metrics_->RemoveNamespace(ns->name());
+  slow_.erase(ns->name());
+  redeliveries_seen_.erase(ns->name());
+  // Each worker drops it from its cache; the last command to finish frees it.
+  for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
+    Submit(shard, std::make_unique<ForgetNamespaceCommand>(ns));
   }
 }
 

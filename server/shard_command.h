@@ -19,7 +19,7 @@
 namespace lawn {
 
 class Runtime;
-struct NamespaceState;
+class NamespaceState;
 
 // Operations applied in one round, published to the metrics once per round.
 struct RoundCounters {
@@ -39,8 +39,13 @@ class ShardContext {
   virtual uint64_t now_mono_ns() const = 0;
   virtual uint32_t shard_index() const = 0;
   virtual Runtime& runtime() = 0;
-  // The namespace's state, cached per worker. RESOURCE_EXHAUSTED beyond the namespace limit.
+  // The namespace's state, cached per worker. RESOURCE_EXHAUSTED beyond the namespace limit. For a
+  // namespace that cannot be retired meanwhile (it holds the timer the command acts on).
   virtual absl::StatusOr<NamespaceState*> Namespace(std::string_view name) = 0;
+  // As Namespace, acquired (NamespaceState::TryAcquire): for commands that may add to it; Release when done.
+  virtual absl::StatusOr<NamespaceState*> AcquireNamespace(std::string_view name) = 0;
+  // Drops a retired namespace from the worker's cache.
+  virtual void ForgetNamespace(const NamespaceState* ns) = 0;
   // Status of the free-space guard for this round: writes must not be applied when it is not OK.
   virtual const absl::Status& write_admission() const = 0;
   virtual RoundCounters& counters() = 0;

@@ -68,10 +68,28 @@ void ShardWorker::Stop() {
 
 absl::StatusOr<NamespaceState*> ShardWorker::Namespace(std::string_view name) {
   auto it = namespace_cache_.find(absl::string_view(name.data(), name.size()));
-  if (it != namespace_cache_.end()) return it->second;
+  if (it != namespace_cache_.end()) {
+    // A retired state stays alive until this worker has run its ForgetCommand, so reading the flag is safe.
+    if (!it->second->retired()) return it->second;
+    namespace_cache_.erase(it);
+  }
   absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
-  if (ns.ok()) namespace_cache_.emplace(std::string(name), *ns);
+  if (ns.ok()) namespace_cache_.insert_or_assign(std::string(name), *ns);
   return ns;
+}
+
+absl::StatusOr<NamespaceState*> ShardWorker::AcquireNamespace(std::string_view name) {
+  while (true) {
+    absl::StatusOr<NamespaceState*> ns = Namespace(name);
+    if (!ns.ok() || (*ns)->TryAcquire()) return ns;
+    // Retired after the lookup: the next lookup sees the flag (or a fresh state).
+  }
+}
+
+void ShardWorker::ForgetNamespace(const NamespaceState* ns) {
+  auto it = namespace_cache_.find(ns->name());
+  if (it != namespace_cache_.end() && it->second == ns) namespace_cache_.erase(it);
+  release_.erase(std::remove(release_.begin(), release_.end(), ns), release_.end());
 }
 
 void ShardWorker::Run() {

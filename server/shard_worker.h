@@ -57,6 +57,8 @@ class ShardWorker final : private ShardContext {
   uint32_t shard_index() const override { return index_; }
   Runtime& runtime() override { return runtime_; }
   absl::StatusOr<NamespaceState*> Namespace(std::string_view name) override;
+  absl::StatusOr<NamespaceState*> AcquireNamespace(std::string_view name) override;
+  void ForgetNamespace(const NamespaceState* ns) override;
   const absl::Status& write_admission() const override { return admission_; }
   RoundCounters& counters() override { return counters_; }
   void ReleaseHeld(NamespaceState* ns) override;

@@ -144,7 +144,8 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
                            std::to_string(std::min(kDefaultMaxInFlight, limit))));
     return;
   }
-  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(*ns_name);
+  // Acquired for the life of the stream (released in OnDone): the namespace is not forgotten under it.
+  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().Acquire(*ns_name);
   if (!ns.ok()) {
     Close(ToGrpcStatus(ns.status()));
     return;
@@ -152,6 +153,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
   const uint32_t max_subscribers = runtime_.options().max_subscribers_per_namespace;
   // Checked, not reserved: concurrent opens may pass the cap by a few (one per gRPC thread).
   if ((*ns)->outbox.subscriber_count() >= max_subscribers) {
+    (*ns)->Release();
     Close(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                        "namespace '" + std::string(*ns_name) + "' has max_subscribers_per_namespace (" +
                            std::to_string(max_subscribers) + ") streams attached; close some or raise the limit"));
@@ -160,7 +162,10 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
   auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe());
   {
     absl::MutexLock lock(&mu_);
-    if (closing_) return;
+    if (closing_) {
+      (*ns)->Release();
+      return;
+    }
     handle_ = handle;
     ns_ = *ns;
     outbox_ = &(*ns)->outbox;
@@ -243,11 +248,15 @@ void SubscribeReactor::OnCancel() { Close(grpc::Status(grpc::StatusCode::CANCELL
 
 void SubscribeReactor::OnDone() {
   std::shared_ptr<StreamHandle> handle;
+  NamespaceState* ns;
   {
     absl::MutexLock lock(&mu_);
     handle = handle_;
+    ns = ns_;
   }
   if (handle != nullptr) handle->Detach();
+  // After Close (which detached it from the outbox): nothing of this stream uses the namespace any more.
+  if (ns != nullptr) ns->Release();
   registry_.Remove(this);
   delete this;
 }

@@ -22,7 +22,7 @@ namespace lawn {
 
 class Outbox;
 class Runtime;
-struct NamespaceState;
+class NamespaceState;
 class SubscribeReactor;
 
 // The live Subscribe streams, so a drain can end them all.

@@ -42,12 +42,17 @@ void StartCommand::Apply(ShardContext& ctx) {
       continue;
     }
     const auto [ns_name, id] = Runtime::SplitKey(op.key);
-    absl::StatusOr<NamespaceState*> ns = ctx.Namespace(ns_name);
+    // Acquired: the namespace cannot be retired between these checks and the start.
+    absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
     if (!ns.ok()) {
       op.status = ns.status();
       continue;
     }
     NamespaceState& state = **ns;
+    struct Releaser {
+      NamespaceState& ns;
+      ~Releaser() { ns.Release(); }
+    } releaser{state};
     // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
     if (const std::string full = state.outbox.FullReason(); !full.empty()) {
       op.status = absl::ResourceExhaustedError("namespace '" + std::string(ns_name) + "': its outbox holds " +
@@ -266,7 +271,7 @@ void StatsState::Finish() {
     pending += s.pending_timers();
     *response->add_shards() = std::move(s);
   }
-  for (NamespaceState* ns : runtime->namespaces().All()) {
+  for (const std::shared_ptr<NamespaceState>& ns : runtime->namespaces().All()) {
     const OutboxCounters c = ns->outbox.Counters();
     v1::NamespaceStats* n = response->add_namespaces();
     n->set_namespace_(ns->name());

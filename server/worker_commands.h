@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,17 @@ class ReleaseCommand final : public ShardCommand {
 
  private:
   NamespaceState* ns_;
+};
+
+// Drops a retired namespace from the worker's cache; the state lives until the last worker has done so.
+class ForgetNamespaceCommand final : public ShardCommand {
+ public:
+  explicit ForgetNamespaceCommand(std::shared_ptr<NamespaceState> ns) : ns_(std::move(ns)) {}
+  void Apply(ShardContext& ctx) override { ctx.ForgetNamespace(ns_.get()); }
+  void Done(const absl::Status&) override {}
+
+ private:
+  std::shared_ptr<NamespaceState> ns_;
 };
 
 // Deletes acked expirations from the outbox column family. Not synced on its own: a lost ack only means a

@@ -1,0 +1,94 @@
+// Namespaces come and go: one that holds nothing (no pending timer, no outbox entry, no subscriber) is
+// forgotten with its metric series, so max_namespaces bounds what a client can make lawnd hold, not how
+// many names it ever used.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/integration/lawnd_process.h"
+#include "tests/integration/test_client.h"
+
+namespace lawn::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+class NamespaceLifetimeTest : public ::testing::Test {
+ protected:
+  void StartLawnd(const std::string& yaml) {
+    const std::string config = WriteFile(dir_.path() + "/lawn.yaml", yaml);
+    lawnd_ = std::make_unique<LawndProcess>(dir_.path() + "/data",
+                                            std::vector<std::string>{"--config", config, "--metrics-listen",
+                                                                     "127.0.0.1:0"});
+    lawnd_->Start();
+    stub_ = lawnd_->stub();
+  }
+  bool Listed(const std::string& ns) {
+    grpc::ClientContext ctx;
+    v1::GetStatsResponse resp;
+    EXPECT_TRUE(stub_->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok());
+    for (const auto& n : resp.namespaces()) {
+      if (n.namespace_() == ns) return true;
+    }
+    return false;
+  }
+  std::string Metrics() { return HttpGet(MetricsPortFromLog(lawnd_->Log()), "/metrics"); }
+  grpc::Status Delete(const std::string& ns, const std::string& id) {
+    grpc::ClientContext ctx;
+    v1::DeleteTimerRequest d;
+    d.set_namespace_(ns);
+    d.set_id(id);
+    v1::DeleteTimerResponse dr;
+    return stub_->DeleteTimer(&ctx, d, &dr);
+  }
+  TempDir dir_;
+  std::unique_ptr<LawndProcess> lawnd_;
+  std::unique_ptr<v1::TimerService::Stub> stub_;
+};
+
+TEST_F(NamespaceLifetimeTest, NamespaceThatHoldsNothingIsForgottenWithItsMetrics) {
+  StartLawnd("");
+  {
+    TestSubscriber sub(*stub_, "temp");
+    ASSERT_TRUE(StartTtl(*stub_, "temp", "t", milliseconds(20)).ok());
+    std::optional<v1::Expiration> e = sub.Next(milliseconds(15000));
+    ASSERT_TRUE(e.has_value());
+    ASSERT_TRUE(sub.Ack(e->delivery_id()));
+    ASSERT_TRUE(WaitFor([&] { return Metrics().find(R"(lawn_subscribers{namespace="temp"})") != std::string::npos; }));
+    // Still held: a subscriber is attached.
+    EXPECT_TRUE(Listed("temp"));
+    sub.Close();
+  }
+  ASSERT_TRUE(WaitFor([&] { return !Listed("temp"); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return Metrics().find(R"(namespace="temp")") == std::string::npos; },
+                      std::chrono::seconds(30)));
+  // It comes back on use, working as before.
+  TestSubscriber again(*stub_, "temp");
+  ASSERT_TRUE(StartTtl(*stub_, "temp", "t2", milliseconds(20)).ok());
+  std::optional<v1::Expiration> e = again.Next(milliseconds(15000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->timer().id(), "t2");
+}
+
+TEST_F(NamespaceLifetimeTest, MaxNamespacesBoundsLiveNamespacesNotNamesEverUsed) {
+  StartLawnd("max_namespaces: 2\n");
+  ASSERT_TRUE(StartTtl(*stub_, "a", "t", milliseconds(600000)).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "b", "t", milliseconds(600000)).ok());
+  grpc::Status refused = StartTtl(*stub_, "c", "t", milliseconds(600000));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("max_namespaces"), std::string::npos) << refused.error_message();
+  // A subscription to a namespace that cannot be created is refused the same way.
+  TestSubscriber sub(*stub_, "d");
+  std::optional<grpc::Status> end = sub.WaitEnd(milliseconds(15000));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // b empties: it is forgotten, and c fits.
+  ASSERT_TRUE(Delete("b", "t").ok());
+  ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub_, "c", "t", milliseconds(600000)).ok(); },
+                      std::chrono::seconds(30)));
+  EXPECT_TRUE(Listed("a"));
+  EXPECT_TRUE(Listed("c"));
+  EXPECT_FALSE(Listed("b"));
+}
+
+}  // namespace
+}  // namespace lawn::testing
