@@ -1,0 +1,72 @@
+// An ack while the disk is below the free-space guard: lawnd stays healthy (the ack's delete is not written
+// then, so at worst the expiration is redelivered after a restart) and nothing is put into the failed state.
+// Needs root for a small tmpfs, as in CI.
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/integration/lawnd_process.h"
+#include "tests/integration/test_client.h"
+
+namespace lawn::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir dir;
+  const std::string mnt = dir.path() + "/small";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\n");
+  LawndProcess lawnd(mnt + "/data", {"--config", config});
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  // One expiration waits in the outbox before the disk fills.
+  ASSERT_TRUE(StartTtl(*stub, "acks", "fired", milliseconds(50)).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    grpc::ClientContext ctx;
+    v1::GetStatsResponse resp;
+    return stub->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok() && resp.outbox() == 1;
+  }));
+  // Fill the disk until the guard refuses (incompressible payloads).
+  std::mt19937_64 rng(2);
+  std::string payload(60'000, '\0');
+  grpc::Status refused;
+  for (int i = 0; i < 5000 && refused.ok(); ++i) {
+    for (char& c : payload) c = static_cast<char>(rng());
+    refused = StartTtl(*stub, "fill", "big" + std::to_string(i), milliseconds(3'600'000), nullptr, payload);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  // Now ack the waiting expiration.
+  TestSubscriber sub(*stub, "acks");
+  std::optional<v1::Expiration> e = sub.Next(milliseconds(15000));
+  ASSERT_TRUE(e.has_value());
+  ASSERT_TRUE(sub.Ack(e->delivery_id()));
+  ASSERT_TRUE(WaitFor([&] {
+    grpc::ClientContext ctx;
+    v1::GetStatsResponse resp;
+    return stub->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok() && resp.outbox() == 0;
+  }));
+  // A few rounds later lawnd is still healthy: no failed state, liveness and readiness SERVING.
+  ASSERT_TRUE(StartTtl(*stub, "fill", "still-refused", milliseconds(60000)).error_code() ==
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(lawnd.HealthStatus("liveness"), LawndProcess::kServing);
+  EXPECT_EQ(lawnd.HealthStatus(""), LawndProcess::kServing);
+  EXPECT_EQ(lawnd.Log().find("storage write failed"), std::string::npos) << lawnd.Log();
+  // Space returns: writes work again.
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
+  EXPECT_TRUE(WaitFor([&] { return StartTtl(*stub, "fill", "after", milliseconds(3'600'000)).ok(); }));
+}
+
+}  // namespace
+}  // namespace lawn::testing
