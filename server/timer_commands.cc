@@ -35,6 +35,15 @@ absl::Status AfterWrite(const absl::Status& applied, bool wrote, const absl::Sta
 void StartCommand::Apply(ShardContext& ctx) {
   Runtime& runtime = ctx.runtime();
   const Options& options = runtime.options();
+  // The namespace is held acquired while its items are applied, so it cannot be retired between the checks
+  // and the start; consecutive items of one namespace (the usual batch) share one acquisition.
+  NamespaceState* held = nullptr;
+  struct Releaser {
+    NamespaceState*& ns;
+    ~Releaser() {
+      if (ns != nullptr) ns->Release();
+    }
+  } releaser{held};
   for (uint32_t i : indices_) {
     StartOp& op = batch_->ops[i];
     if (!ctx.write_admission().ok()) {
@@ -42,17 +51,17 @@ void StartCommand::Apply(ShardContext& ctx) {
       continue;
     }
     const auto [ns_name, id] = Runtime::SplitKey(op.key);
-    // Acquired: the namespace cannot be retired between these checks and the start.
-    absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
-    if (!ns.ok()) {
-      op.status = ns.status();
-      continue;
+    if (held == nullptr || held->name() != ns_name) {
+      if (held != nullptr) held->Release();
+      held = nullptr;
+      absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
+      if (!ns.ok()) {
+        op.status = ns.status();
+        continue;
+      }
+      held = *ns;
     }
-    NamespaceState& state = **ns;
-    struct Releaser {
-      NamespaceState& ns;
-      ~Releaser() { ns.Release(); }
-    } releaser{state};
+    NamespaceState& state = *held;
     // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
     if (const std::string full = state.outbox.FullReason(); !full.empty()) {
       op.status = absl::ResourceExhaustedError("namespace '" + std::string(ns_name) + "': its outbox holds " +
