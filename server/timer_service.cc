@@ -328,7 +328,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
   return call;
 }
 
-grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* TimerServiceImpl::Subscribe(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::Subscribe(
     grpc::CallbackServerContext*) {
   // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
   return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(Admit(false)));

@@ -30,7 +30,7 @@ using TimerServiceBase = v1::TimerService::WithRawCallbackMethod_StartTimer<
     v1::TimerService::WithRawCallbackMethod_GetTimer<
     v1::TimerService::WithRawCallbackMethod_ListTimers<
     v1::TimerService::WithRawCallbackMethod_GetStats<
-    v1::TimerService::WithCallbackMethod_Subscribe<
+    v1::TimerService::WithRawCallbackMethod_Subscribe<
     v1::TimerService::Service>>>>>>>>;
 
 class TimerServiceImpl final : public TimerServiceBase {
@@ -67,7 +67,8 @@ class TimerServiceImpl final : public TimerServiceBase {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* raw_request,
                                      grpc::ByteBuffer* raw_response) override;
-  grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* Subscribe(
+  // Raw too: the stream parses its messages (SubscribeReactor).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Subscribe(
       grpc::CallbackServerContext* context) override;
 
  private:
