@@ -126,11 +126,13 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
     return Reject(context, call, "StartTimer", s);
   }
   batch->ops[0].out = call->response.mutable_timer();
-  batch->timer = Track(Rpc::kStartTimer);
   batch->call = call;
   batch->remaining.store(1, std::memory_order_relaxed);
   const uint32_t shard = runtime_.ShardFor(batch->ops[0].key);
   if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "StartTimer", s);
+  // Tracked only once a worker will answer it (StartBatch::Finish observes): a call refused above must not
+  // stay counted in flight, or a later drain waits for it until shutdown_timeout.
+  batch->timer = Track(Rpc::kStartTimer);
   runtime_.Submit(shard, std::make_unique<StartCommand>(std::move(batch), std::vector<uint32_t>{0}));
   return call;  // Possibly answered (not yet deleted: gRPC binds it first) by the worker already.
 }
