@@ -40,18 +40,22 @@ AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_di
   }
 }
 
-grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext* context,
-                                                             const v1::CreateCheckpointRequest* request,
-                                                             v1::CreateCheckpointResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto refuse = [reactor](grpc::StatusCode code, const std::string& message) {
-    reactor->Finish(grpc::Status(code, message));
-    return reactor;
+grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext*,
+                                                             const grpc::ByteBuffer* raw_request,
+                                                             grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::CreateCheckpointRequest, v1::CreateCheckpointResponse>(raw_response);
+  auto refuse = [call](grpc::StatusCode code, const std::string& message) {
+    call->Reply(grpc::Status(code, message));
+    return call;
   };
+  if (grpc::Status s = ParseRequest(raw_request, "CreateCheckpoint", &call->request); !s.ok()) {
+    call->Reply(s);
+    return call;
+  }
   if (store_ == nullptr) {
     return refuse(grpc::StatusCode::FAILED_PRECONDITION, "no store to checkpoint: lawnd runs with durability memory");
   }
-  std::string name = request->name();
+  std::string name = call->request.name();
   if (name.empty()) {
     name = "checkpoint-" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               std::chrono::system_clock::now().time_since_epoch())
@@ -71,8 +75,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
                                                         "; choose another name or leave it empty");
   }
   if (absl::Status space = store_->CheckSpace(kCheckpointHeadroomBytes); !space.ok()) {
-    reactor->Finish(ToGrpcStatus(space));
-    return reactor;
+    call->Reply(ToGrpcStatus(space));
+    return call;
   }
   absl::MutexLock lock(&mu_);
   if (running_) {
@@ -80,13 +84,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
   }
   running_ = true;
   if (worker_.joinable()) worker_.join();  // The previous one has finished: running_ was false.
-  worker_ = std::thread([this, reactor, response, parent, path] {
+  worker_ = std::thread([this, call, parent, path] {
     std::error_code mkdir_ec;
     std::filesystem::create_directories(parent, mkdir_ec);
     absl::Status s = mkdir_ec ? absl::UnavailableError("create " + parent.string() + ": " + mkdir_ec.message())
                               : store_->Checkpoint(path);
     if (s.ok()) {
-      response->set_path(path);
+      call->response.set_path(path);
       const size_t kept = ApplyRetention();
       if (metrics_ != nullptr) metrics_->checkpoints().Set(static_cast<double>(kept));
       spdlog::info("checkpoint written to {} ({} kept)", path, kept);
@@ -97,9 +101,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
       absl::MutexLock done(&mu_);
       running_ = false;
     }
-    reactor->Finish(ToGrpcStatus(s));
+    call->Reply(ToGrpcStatus(s));
   });
-  return reactor;
+  return call;
 }
 
 size_t AdminServiceImpl::ApplyRetention() {

@@ -5,6 +5,9 @@
 // checkpoint, then the retention sweep) on a thread of its own, never on a gRPC callback thread. So no flood
 // of calls can pile up threads.
 //
+// The method is registered raw (see server/raw_call.h): a request that does not parse is answered
+// INVALID_ARGUMENT naming it.
+//
 // Thread-safety: handlers run concurrently on gRPC threads; state is guarded by mu_.
 #pragma once
 
@@ -15,22 +18,26 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.grpc.pb.h"
+#include "server/raw_call.h"
 
 namespace lawn {
 
 class Metrics;
 class RocksDbTimerStore;
 
-class AdminServiceImpl final : public v1::AdminService::CallbackService {
+// On Service, not CallbackService: see TimerServiceBase in server/timer_service.h.
+class AdminServiceImpl final
+    : public v1::AdminService::WithRawCallbackMethod_CreateCheckpoint<v1::AdminService::Service> {
  public:
   // `store` is nullptr in `memory` durability; `metrics` may be nullptr; neither is owned. `retention`: how
   // many checkpoints to keep (0 = all).
   AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics);
   ~AdminServiceImpl() override { Drain(); }
 
+  // Raw: parses `raw_request` as a CreateCheckpointRequest; the answer is serialized into `raw_response`.
   grpc::ServerUnaryReactor* CreateCheckpoint(grpc::CallbackServerContext* context,
-                                             const v1::CreateCheckpointRequest* request,
-                                             v1::CreateCheckpointResponse* response) override;
+                                             const grpc::ByteBuffer* raw_request,
+                                             grpc::ByteBuffer* raw_response) override;
   // Waits for a running checkpoint.
   void Drain();
 

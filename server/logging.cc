@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "google/protobuf/stubs/logging.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -35,6 +36,19 @@ class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonEscapedMessage>(); }
 };
 
+// libprotobuf writes its log lines to stderr itself, outside spdlog: one ERROR line for every request with
+// invalid UTF-8 in a string field, for example, which any client could use to flood the log in a format the
+// log pipeline cannot parse. Such lines are about client input that is refused INVALID_ARGUMENT anyway, so
+// they go to spdlog at debug. FATAL is kept loud: libprotobuf aborts right after it.
+void RouteProtobufLog(google::protobuf::LogLevel level, const char* filename, int line,
+                      const std::string& message) {
+  if (level == google::protobuf::LOGLEVEL_FATAL) {
+    spdlog::critical("libprotobuf {}:{}: {}", filename, line, message);
+    return;
+  }
+  spdlog::debug("libprotobuf {}:{}: {}", filename, line, message);
+}
+
 }  // namespace
 
 absl::Status SetupLogging(const std::string& level, const std::string& format) {
@@ -58,6 +72,7 @@ absl::Status SetupLogging(const std::string& level, const std::string& format) {
   logger->set_level(lvl);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(std::move(logger));
+  google::protobuf::SetLogHandler(&RouteProtobufLog);  // Not thread-safe: hence before other threads start.
   return absl::OkStatus();
 }
 

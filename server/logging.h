@@ -10,7 +10,8 @@
 
 namespace lawn {
 
-// `level`: trace, debug, info, warn, error, critical, off. `format`: text or json.
+// `level`: trace, debug, info, warn, error, critical, off. `format`: text or json. Also routes libprotobuf's
+// own log lines (which it would write to stderr) into this logger, at debug.
 absl::Status SetupLogging(const std::string& level, const std::string& format);
 
 }  // namespace lawn

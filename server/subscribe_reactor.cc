@@ -1,11 +1,14 @@
 #include "server/subscribe_reactor.h"
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "server/metrics.h"
 #include "server/namespaces.h"
 #include "server/outbox.h"
 #include "server/proto_convert.h"
+#include "server/raw_call.h"
 #include "server/runtime.h"
 #include "server/time_base.h"
 #include "server/validation.h"
@@ -80,12 +83,21 @@ SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, c
     Close(admission);
     return;
   }
-  StartRead(&request_);
+  StartRead(&read_buf_);
 }
 
 void SubscribeReactor::OnReadDone(bool ok) {
-  if (!ok) {  // The client half-closed or the stream broke.
+  if (!ok) {  // The client half-closed or the stream broke (never a message that does not parse: see below).
     Close(grpc::Status::OK);
+    return;
+  }
+  ++messages_read_;
+  const bool parsed = ParseMessage(read_buf_, &request_);
+  read_buf_.Clear();  // Not held until the next message arrives.
+  if (!parsed) {
+    Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "Subscribe: message " + std::to_string(messages_read_) + " is not a valid " +
+                           request_.GetDescriptor()->full_name() + " (its bytes do not parse)"));
     return;
   }
   bool opened;
@@ -126,7 +138,7 @@ void SubscribeReactor::OnReadDone(bool ok) {
     }
   }
   runtime_.PersistAcks(ns, std::move(acked));
-  StartRead(&request_);
+  StartRead(&read_buf_);
 }
 
 void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
@@ -172,7 +184,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {})", *ns_name, max_in_flight,
                 open.observe());
-  StartRead(&request_);
+  StartRead(&read_buf_);
   (*ns)->outbox.AddSubscriber(handle);  // Wakes us: the first sends start here.
 }
 
@@ -198,8 +210,15 @@ void SubscribeReactor::TrySend() {
     if (d.attempt > 1) {
       spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
     }
+    // Cannot fail: an expiration is its payload (at most 4 MiB, config max_payload_bytes) plus a few hundred
+    // bytes, far below protobuf's 2 GiB. Closing the stream here instead would run RemoveSubscriber, which
+    // wakes other streams, while this stream's StreamHandle mutex may be held (Wake): two at once deadlock.
+    if (const grpc::Status s = SerializeMessage(response_, &write_buf_); !s.ok()) {
+      spdlog::critical("cannot serialize expiration {}: {}", d.delivery_id, s.error_message());
+      std::abort();
+    }
   }
-  StartWrite(&response_);
+  StartWrite(&write_buf_);
 }
 
 void SubscribeReactor::OnWriteDone(bool ok) {

@@ -1,6 +1,10 @@
 // SubscribeReactor: one Subscribe stream. Reads `open` then `ack`s; writes expirations taken from its
 // namespace's Outbox, one write in flight at a time.
 //
+// The stream is raw (grpc::ByteBuffer both ways, see server/raw_call.h): the reactor parses each message
+// itself, so one that does not parse ends the stream INVALID_ARGUMENT instead of looking like a half-close
+// (gRPC's typed path reports both as OnReadDone(false)), and serializes each response itself.
+//
 // Lifetime: gRPC owns the reactor until OnDone, which deletes it. The Outbox reaches the stream only through
 // a StreamHandle (shared_ptr), whose pointer to the reactor is cleared in OnDone under the handle's mutex,
 // so a Wake racing with the end of the stream finds nothing to call.
@@ -42,7 +46,7 @@ class StreamRegistry {
   grpc::Status closing_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
 };
 
-class SubscribeReactor final : public grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse> {
+class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `admission`: OK, or why new streams are refused now (recovering, draining): the stream ends with it.
   SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission);
@@ -64,10 +68,15 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<v1::SubscribeReque
 
   Runtime& runtime_;
   StreamRegistry& registry_;
-  v1::SubscribeRequest request_;  // Only touched by the read chain (one read in flight).
+  // Only touched by the read chain (one read in flight).
+  grpc::ByteBuffer read_buf_;
+  v1::SubscribeRequest request_;
+  uint64_t messages_read_ = 0;  // Numbers messages in errors, from 1.
 
   absl::Mutex mu_;
   v1::SubscribeResponse response_ ABSL_GUARDED_BY(mu_);
+  // response_ serialized; gRPC reads it from StartWrite to OnWriteDone, while writing_ keeps it unchanged.
+  grpc::ByteBuffer write_buf_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<StreamHandle> handle_ ABSL_GUARDED_BY(mu_);
   NamespaceState* ns_ ABSL_GUARDED_BY(mu_) = nullptr;
   Outbox* outbox_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -142,7 +142,7 @@ void StartCommand::Done(const absl::Status& write_status) {
 void StartBatch::Finish() {
   timer.Observe();
   if (batch_response == nullptr) {
-    reactor->Finish(ToGrpcStatus(ops[0].status));
+    call->Reply(ToGrpcStatus(ops[0].status));
     return;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -153,7 +153,7 @@ void StartBatch::Finish() {
       result->clear_timer();
     }
   }
-  reactor->Finish(grpc::Status::OK);
+  call->Reply(grpc::Status::OK);
 }
 
 // ---- Delete / Reschedule / Get ----------------------------------------------------------------------------
@@ -218,7 +218,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
 
 void KeyCommand::Done(const absl::Status& write_status) {
   timer_.Observe();
-  reactor_->Finish(ToGrpcStatus(AfterWrite(status_, wrote_, write_status)));
+  call_->Reply(ToGrpcStatus(AfterWrite(status_, wrote_, write_status)));
 }
 
 // ---- List -------------------------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ void ListState::Finish() {
   bool more = all.size() > limit;
   for (auto& shard : per_shard) more = more || shard.size() == limit;
   if (more && n > 0) response->set_next_page_token(EncodePageToken(response->timers(static_cast<int>(n - 1)).id()));
-  reactor->Finish(grpc::Status::OK);
+  call->Reply(grpc::Status::OK);
 }
 
 // ---- Stats ------------------------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ void StatsState::Finish() {
   response->set_pending_timers(pending);
   response->set_outbox(outbox);
   response->set_redeliveries(redeliveries);
-  reactor->Finish(grpc::Status::OK);
+  call->Reply(grpc::Status::OK);
 }
 
 }  // namespace lawn

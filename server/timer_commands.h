@@ -1,6 +1,7 @@
 // The shard commands behind the TimerService RPCs. Each carries what the service parsed and validated, runs
 // on the owning shard's worker, fills the response message there, and finishes the RPC from Done, after the
-// round's storage write.
+// round's storage write. The request and response messages belong to the call (UnaryCall): both live until
+// gRPC's OnDone, which follows the answer, so commands may point into them.
 //
 // Requests fanned out to several shards (StartTimers, ListTimers, GetStats) share one state object; the last
 // shard to finish completes the RPC.
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
+#include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/shard_command.h"
 
@@ -26,7 +28,7 @@ namespace lawn {
 // One timer to start, parsed and validated.
 struct StartOp {
   std::string key;           // namespace \0 id
-  std::string_view payload;  // Into the request, which outlives the RPC.
+  std::string_view payload;  // Into the call's request, which lives until the call is answered.
   bool by_ttl = true;
   uint64_t ttl_ns = 0;
   int64_t deadline_unix_ns = 0;
@@ -40,8 +42,8 @@ struct StartOp {
 struct StartBatch {
   std::vector<StartOp> ops;
   std::atomic<size_t> remaining{0};  // Commands still running.
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  v1::StartTimersResponse* batch_response = nullptr;  // nullptr for the unary StartTimer.
+  UnaryCall* call = nullptr;
+  v1::StartTimersResponse* batch_response = nullptr;  // The call's; nullptr for the unary StartTimer.
   RequestTimer timer;
   void Finish();
 };
@@ -58,12 +60,12 @@ class StartCommand final : public ShardCommand {
   std::vector<uint32_t> indices_;
 };
 
-// DeleteTimer, RescheduleTimer and GetTimer: one key, one reactor.
+// DeleteTimer, RescheduleTimer and GetTimer: one key, one call.
 class KeyCommand final : public ShardCommand {
  public:
   enum class Kind { kDelete, kReschedule, kGet };
-  KeyCommand(Kind kind, std::string key, grpc::ServerUnaryReactor* reactor, v1::Timer* out, RequestTimer timer)
-      : kind_(kind), key_(std::move(key)), reactor_(reactor), out_(out), timer_(timer) {}
+  KeyCommand(Kind kind, std::string key, UnaryCall* call, v1::Timer* out, RequestTimer timer)
+      : kind_(kind), key_(std::move(key)), call_(call), out_(out), timer_(timer) {}
   // For kReschedule.
   void SetWhen(bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
     by_ttl_ = by_ttl;
@@ -76,8 +78,8 @@ class KeyCommand final : public ShardCommand {
  private:
   Kind kind_;
   std::string key_;
-  grpc::ServerUnaryReactor* reactor_;
-  v1::Timer* out_;
+  UnaryCall* call_;
+  v1::Timer* out_;  // In the call's response.
   RequestTimer timer_;
   bool by_ttl_ = true;
   uint64_t ttl_ns_ = 0;
@@ -94,8 +96,8 @@ struct ListState {
   size_t limit = 0;
   std::vector<std::vector<v1::Timer>> per_shard;
   std::atomic<size_t> remaining{0};
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  v1::ListTimersResponse* response = nullptr;
+  UnaryCall* call = nullptr;
+  v1::ListTimersResponse* response = nullptr;  // The call's.
   RequestTimer timer;
   void Finish();
 };
@@ -115,8 +117,8 @@ class ListCommand final : public ShardCommand {
 struct StatsState {
   std::vector<v1::ShardStats> per_shard;
   std::atomic<size_t> remaining{0};
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  v1::GetStatsResponse* response = nullptr;
+  UnaryCall* call = nullptr;
+  v1::GetStatsResponse* response = nullptr;  // The call's.
   class Runtime* runtime = nullptr;
   RequestTimer timer;
   void Finish();

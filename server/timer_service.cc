@@ -98,57 +98,74 @@ absl::Status TimerServiceImpl::CheckQueue(uint32_t shard) const {
                                 ") queued; retry with backoff");
 }
 
-grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* context, const char* method,
-                                                   const absl::Status& status) {
+grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* context, UnaryCall* call,
+                                                   const char* method, const grpc::Status& status) {
+  spdlog::debug("{} from {}: {}", method, context->peer(), status.error_message());
+  call->Reply(status);
+  return call;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* context, UnaryCall* call,
+                                                   const char* method, const absl::Status& status) {
   spdlog::debug("{} from {}: {}", method, context->peer(), status.ToString());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  call->Reply(ToGrpcStatus(status));
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerContext* context,
-                                                       const v1::StartTimerRequest* request,
-                                                       v1::StartTimerResponse* response) {
-  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "StartTimer", s);
+                                                       const grpc::ByteBuffer* raw_request,
+                                                       grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::StartTimerRequest, v1::StartTimerResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "StartTimer", &call->request); !s.ok()) {
+    return Reject(context, call, "StartTimer", s);
+  }
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimer", s);
   auto batch = std::make_shared<StartBatch>();
   batch->ops.resize(1);
-  if (absl::Status s = ParseStart(*request, runtime_.options(), "", &batch->ops[0]); !s.ok()) {
-    return Reject(context, "StartTimer", s);
+  if (absl::Status s = ParseStart(call->request, runtime_.options(), "", &batch->ops[0]); !s.ok()) {
+    return Reject(context, call, "StartTimer", s);
   }
-  batch->ops[0].out = response->mutable_timer();
-  batch->timer = Track(Rpc::kStartTimer);
-  batch->reactor = context->DefaultReactor();
+  batch->ops[0].out = call->response.mutable_timer();
+  batch->call = call;
   batch->remaining.store(1, std::memory_order_relaxed);
   const uint32_t shard = runtime_.ShardFor(batch->ops[0].key);
-  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "StartTimer", s);
-  grpc::ServerUnaryReactor* reactor = batch->reactor;
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "StartTimer", s);
+  // Tracked only once a worker will answer it (StartBatch::Finish observes): a call refused above must not
+  // stay counted in flight, or a later drain waits for it until shutdown_timeout.
+  batch->timer = Track(Rpc::kStartTimer);
   runtime_.Submit(shard, std::make_unique<StartCommand>(std::move(batch), std::vector<uint32_t>{0}));
-  return reactor;
+  return call;  // Possibly answered (not yet deleted: gRPC binds it first) by the worker already.
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerContext* context,
-                                                        const v1::StartTimersRequest* request,
-                                                        v1::StartTimersResponse* response) {
-  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "StartTimers", s);
-  const int n = request->timers_size();
+                                                        const grpc::ByteBuffer* raw_request,
+                                                        grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "StartTimers", &call->request); !s.ok()) {
+    return Reject(context, call, "StartTimers", s);
+  }
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimers", s);
+  const v1::StartTimersRequest& request = call->request;
+  v1::StartTimersResponse& response = call->response;
+  const int n = request.timers_size();
   if (n > kMaxBatch) {
-    return Reject(context, "StartTimers", absl::InvalidArgumentError("timers: " + std::to_string(n) +
-                                                      " items; allowed up to " + std::to_string(kMaxBatch) +
-                                                      " per StartTimers call"));
+    return Reject(context, call, "StartTimers",
+                  absl::InvalidArgumentError("timers: " + std::to_string(n) + " items; allowed up to " +
+                                             std::to_string(kMaxBatch) + " per StartTimers call"));
   }
   auto batch = std::make_shared<StartBatch>();
   batch->ops.resize(static_cast<size_t>(n));
-  batch->reactor = context->DefaultReactor();
-  batch->batch_response = response;
+  batch->call = call;
+  batch->batch_response = &response;
   batch->timer = Track(Rpc::kStartTimers);
   std::vector<std::vector<uint32_t>> per_shard(runtime_.shard_count());
   // Results exist before any worker runs: workers fill disjoint elements, never resize the list.
-  for (int i = 0; i < n; ++i) response->add_results();
+  for (int i = 0; i < n; ++i) response.add_results();
   for (int i = 0; i < n; ++i) {
     StartOp& op = batch->ops[static_cast<size_t>(i)];
-    op.status = ParseStart(request->timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
+    op.status = ParseStart(request.timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
     if (!op.status.ok()) continue;
-    op.out = response->mutable_results(i)->mutable_timer();
+    op.out = response.mutable_results(i)->mutable_timer();
     per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
   }
   size_t commands = 0;
@@ -156,146 +173,164 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     if (per_shard[shard].empty()) continue;
     if (absl::Status s = CheckQueue(shard); !s.ok()) {
       batch->timer.Observe();  // Answered here: no worker finishes it.
-      batch->reactor->Finish(ToGrpcStatus(s));
-      return batch->reactor;
+      call->Reply(ToGrpcStatus(s));
+      return call;
     }
     ++commands;
   }
-  grpc::ServerUnaryReactor* reactor = batch->reactor;
   if (commands == 0) {
     batch->Finish();
-    return reactor;
+    return call;
   }
   batch->remaining.store(commands, std::memory_order_relaxed);
   for (uint32_t shard = 0; shard < per_shard.size(); ++shard) {
     if (per_shard[shard].empty()) continue;
     runtime_.Submit(shard, std::make_unique<StartCommand>(batch, std::move(per_shard[shard])));
   }
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerContext* context,
-                                                        const v1::DeleteTimerRequest* request,
-                                                        v1::DeleteTimerResponse* response) {
-  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "DeleteTimer", s);
-  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
-  if (!key.ok()) return Reject(context, "DeleteTimer", key.status());
+                                                        const grpc::ByteBuffer* raw_request,
+                                                        grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::DeleteTimerRequest, v1::DeleteTimerResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "DeleteTimer", &call->request); !s.ok()) {
+    return Reject(context, call, "DeleteTimer", s);
+  }
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "DeleteTimer", s);
+  absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
+  if (!key.ok()) return Reject(context, call, "DeleteTimer", key.status());
   const uint32_t shard = runtime_.ShardFor(*key);
-  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "DeleteTimer", s);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), reactor,
-                                                      response->mutable_timer(),
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "DeleteTimer", s);
+  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), call,
+                                                      call->response.mutable_timer(),
                                                       Track(Rpc::kDeleteTimer)));
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServerContext* context,
-                                                            const v1::RescheduleTimerRequest* request,
-                                                            v1::RescheduleTimerResponse* response) {
-  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, "RescheduleTimer", s);
-  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
-  if (!key.ok()) return Reject(context, "RescheduleTimer", key.status());
+                                                            const grpc::ByteBuffer* raw_request,
+                                                            grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::RescheduleTimerRequest, v1::RescheduleTimerResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "RescheduleTimer", &call->request); !s.ok()) {
+    return Reject(context, call, "RescheduleTimer", s);
+  }
+  if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "RescheduleTimer", s);
+  const v1::RescheduleTimerRequest& request = call->request;
+  absl::StatusOr<std::string> key = ParseKey(request.namespace_(), request.id());
+  if (!key.ok()) return Reject(context, call, "RescheduleTimer", key.status());
   bool by_ttl = true;
   uint64_t ttl = 0;
   int64_t deadline = 0;
-  switch (request->when_case()) {
+  switch (request.when_case()) {
     case v1::RescheduleTimerRequest::kTtl: {
-      absl::StatusOr<uint64_t> v = ValidateDuration("ttl", request->ttl(), 1);
-      if (!v.ok()) return Reject(context, "RescheduleTimer", v.status());
+      absl::StatusOr<uint64_t> v = ValidateDuration("ttl", request.ttl(), 1);
+      if (!v.ok()) return Reject(context, call, "RescheduleTimer", v.status());
       ttl = *v;
       break;
     }
     case v1::RescheduleTimerRequest::kDeadline: {
-      absl::StatusOr<int64_t> v = ValidateDeadline("deadline", request->deadline());
-      if (!v.ok()) return Reject(context, "RescheduleTimer", v.status());
+      absl::StatusOr<int64_t> v = ValidateDeadline("deadline", request.deadline());
+      if (!v.ok()) return Reject(context, call, "RescheduleTimer", v.status());
       by_ttl = false;
       deadline = *v;
       break;
     }
     default:
-      return Reject(context, "RescheduleTimer", absl::InvalidArgumentError("when: exactly one of ttl or deadline is required"));
+      return Reject(context, call, "RescheduleTimer",
+                    absl::InvalidArgumentError("when: exactly one of ttl or deadline is required"));
   }
   const uint32_t shard = runtime_.ShardFor(*key);
-  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "RescheduleTimer", s);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto command = std::make_unique<KeyCommand>(KeyCommand::Kind::kReschedule, std::move(*key), reactor,
-                                              response->mutable_timer(),
-                                              Track(Rpc::kRescheduleTimer));
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "RescheduleTimer", s);
+  auto command = std::make_unique<KeyCommand>(KeyCommand::Kind::kReschedule, std::move(*key), call,
+                                              call->response.mutable_timer(), Track(Rpc::kRescheduleTimer));
   command->SetWhen(by_ttl, ttl, deadline);
   runtime_.Submit(shard, std::move(command));
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext* context,
-                                                     const v1::GetTimerRequest* request,
-                                                     v1::GetTimerResponse* response) {
-  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, "GetTimer", s);
-  absl::StatusOr<std::string> key = ParseKey(request->namespace_(), request->id());
-  if (!key.ok()) return Reject(context, "GetTimer", key.status());
+                                                     const grpc::ByteBuffer* raw_request,
+                                                     grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::GetTimerRequest, v1::GetTimerResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "GetTimer", &call->request); !s.ok()) {
+    return Reject(context, call, "GetTimer", s);
+  }
+  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, call, "GetTimer", s);
+  absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
+  if (!key.ok()) return Reject(context, call, "GetTimer", key.status());
   const uint32_t shard = runtime_.ShardFor(*key);
-  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "GetTimer", s);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), reactor,
-                                                      response->mutable_timer(),
-                                                      Track(Rpc::kGetTimer)));
-  return reactor;
+  if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "GetTimer", s);
+  runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), call,
+                                                      call->response.mutable_timer(), Track(Rpc::kGetTimer)));
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerContext* context,
-                                                       const v1::ListTimersRequest* request,
-                                                       v1::ListTimersResponse* response) {
-  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, "ListTimers", s);
-  absl::StatusOr<std::string_view> ns = ValidateNamespace(request->namespace_());
-  if (!ns.ok()) return Reject(context, "ListTimers", ns.status());
-  if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
-    return Reject(context, "ListTimers", absl::InvalidArgumentError("page_size: " + std::to_string(request->page_size()) +
-                                                      "; allowed 0..1000 (0 means 100)"));
+                                                       const grpc::ByteBuffer* raw_request,
+                                                       grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::ListTimersRequest, v1::ListTimersResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "ListTimers", &call->request); !s.ok()) {
+    return Reject(context, call, "ListTimers", s);
+  }
+  if (absl::Status s = Admit(false); !s.ok()) return Reject(context, call, "ListTimers", s);
+  const v1::ListTimersRequest& request = call->request;
+  absl::StatusOr<std::string_view> ns = ValidateNamespace(request.namespace_());
+  if (!ns.ok()) return Reject(context, call, "ListTimers", ns.status());
+  if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
+    return Reject(context, call, "ListTimers",
+                  absl::InvalidArgumentError("page_size: " + std::to_string(request.page_size()) +
+                                             "; allowed 0..1000 (0 means 100)"));
   }
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
-    if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, "ListTimers", s);
+    if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "ListTimers", s);
   }
   auto state = std::make_shared<ListState>();
   state->ns = std::string(*ns);
-  state->limit = request->page_size() == 0 ? kDefaultPageSize : static_cast<size_t>(request->page_size());
-  if (!request->page_token().empty()) {
-    if (!DecodePageToken(request->page_token(), &state->after)) {
-      return Reject(context, "ListTimers", absl::InvalidArgumentError(
-                                 "page_token: not a token returned by ListTimers (pass next_page_token as is)"));
+  state->limit = request.page_size() == 0 ? kDefaultPageSize : static_cast<size_t>(request.page_size());
+  if (!request.page_token().empty()) {
+    if (!DecodePageToken(request.page_token(), &state->after)) {
+      return Reject(context, call, "ListTimers",
+                    absl::InvalidArgumentError(
+                        "page_token: not a token returned by ListTimers (pass next_page_token as is)"));
     }
     state->has_after = true;
   }
   state->per_shard.resize(runtime_.shard_count());
   state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
-  state->reactor = context->DefaultReactor();
-  state->response = response;
+  state->call = call;
+  state->response = &call->response;
   state->timer = Track(Rpc::kListTimers);
-  grpc::ServerUnaryReactor* reactor = state->reactor;
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
     runtime_.Submit(shard, std::make_unique<ListCommand>(state, shard));
   }
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext* context,
-                                                     const v1::GetStatsRequest*, v1::GetStatsResponse* response) {
+                                                     const grpc::ByteBuffer* raw_request,
+                                                     grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::GetStatsRequest, v1::GetStatsResponse>(raw_response);
+  if (grpc::Status s = ParseRequest(raw_request, "GetStats", &call->request); !s.ok()) {
+    return Reject(context, call, "GetStats", s);
+  }
   if (draining_.load(std::memory_order_acquire)) {
-    return Reject(context, "GetStats", absl::UnavailableError("lawnd is shutting down"));
+    return Reject(context, call, "GetStats", absl::UnavailableError("lawnd is shutting down"));
   }
   auto state = std::make_shared<StatsState>();
   state->per_shard.resize(runtime_.shard_count());
   state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
-  state->reactor = context->DefaultReactor();
-  state->response = response;
+  state->call = call;
+  state->response = &call->response;
   state->runtime = &runtime_;
   state->timer = Track(Rpc::kGetStats);
-  grpc::ServerUnaryReactor* reactor = state->reactor;
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
     runtime_.Submit(shard, std::make_unique<StatsCommand>(state, shard));
   }
-  return reactor;
+  return call;
 }
 
-grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* TimerServiceImpl::Subscribe(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::Subscribe(
     grpc::CallbackServerContext*) {
   // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
   return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(Admit(false)));

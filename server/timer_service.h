@@ -1,6 +1,9 @@
-// TimerServiceImpl: lawn.v1.TimerService on gRPC's callback API. Each handler validates its request on the
-// gRPC thread, then hands a command to the owning shard worker and returns; the worker finishes the RPC
-// after the storage write. No handler blocks on a shard or on disk.
+// TimerServiceImpl: lawn.v1.TimerService on gRPC's callback API. Each handler parses and validates its
+// request on the gRPC thread, then hands a command to the owning shard worker and returns; the worker answers
+// the RPC after the storage write. No handler blocks on a shard or on disk.
+//
+// Every method is registered raw (grpc::ByteBuffer in and out, see server/raw_call.h) so that a request whose
+// bytes do not parse is answered INVALID_ARGUMENT naming the method, not gRPC's bare UNIMPLEMENTED.
 //
 // Thread-safety: handlers run concurrently on gRPC threads; all shared state is in Runtime.
 #pragma once
@@ -10,13 +13,27 @@
 #include <atomic>
 #include <chrono>
 
+#include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/runtime.h"
 #include "server/subscribe_reactor.h"
 
 namespace lawn {
 
-class TimerServiceImpl final : public v1::TimerService::CallbackService {
+// Built on Service, not CallbackService: a typed callback override left behind then fails to compile. The
+// flip side: a method missing from this list would stay a sync method answering UNIMPLEMENTED, which
+// tests/integration/malformed_test.cc catches by calling every method of the service.
+using TimerServiceBase = v1::TimerService::WithRawCallbackMethod_StartTimer<
+    v1::TimerService::WithRawCallbackMethod_StartTimers<
+    v1::TimerService::WithRawCallbackMethod_DeleteTimer<
+    v1::TimerService::WithRawCallbackMethod_RescheduleTimer<
+    v1::TimerService::WithRawCallbackMethod_GetTimer<
+    v1::TimerService::WithRawCallbackMethod_ListTimers<
+    v1::TimerService::WithRawCallbackMethod_GetStats<
+    v1::TimerService::WithRawCallbackMethod_Subscribe<
+    v1::TimerService::Service>>>>>>>>;
+
+class TimerServiceImpl final : public TimerServiceBase {
  public:
   explicit TimerServiceImpl(Runtime& runtime) : runtime_(runtime) {}
 
@@ -27,32 +44,42 @@ class TimerServiceImpl final : public v1::TimerService::CallbackService {
   void BeginDrain();
   bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
-  grpc::ServerUnaryReactor* StartTimer(grpc::CallbackServerContext* context, const v1::StartTimerRequest* request,
-                                       v1::StartTimerResponse* response) override;
+  // Raw handlers: each parses `raw_request` into its typed message (INVALID_ARGUMENT if it does not parse);
+  // whoever answers serializes the typed response into `raw_response` (UnaryCall::Reply).
+  grpc::ServerUnaryReactor* StartTimer(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* raw_request,
+                                       grpc::ByteBuffer* raw_response) override;
   grpc::ServerUnaryReactor* StartTimers(grpc::CallbackServerContext* context,
-                                        const v1::StartTimersRequest* request,
-                                        v1::StartTimersResponse* response) override;
+                                        const grpc::ByteBuffer* raw_request,
+                                        grpc::ByteBuffer* raw_response) override;
   grpc::ServerUnaryReactor* DeleteTimer(grpc::CallbackServerContext* context,
-                                        const v1::DeleteTimerRequest* request,
-                                        v1::DeleteTimerResponse* response) override;
+                                        const grpc::ByteBuffer* raw_request,
+                                        grpc::ByteBuffer* raw_response) override;
   grpc::ServerUnaryReactor* RescheduleTimer(grpc::CallbackServerContext* context,
-                                            const v1::RescheduleTimerRequest* request,
-                                            v1::RescheduleTimerResponse* response) override;
-  grpc::ServerUnaryReactor* GetTimer(grpc::CallbackServerContext* context, const v1::GetTimerRequest* request,
-                                     v1::GetTimerResponse* response) override;
-  grpc::ServerUnaryReactor* ListTimers(grpc::CallbackServerContext* context, const v1::ListTimersRequest* request,
-                                       v1::ListTimersResponse* response) override;
-  grpc::ServerBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse>* Subscribe(
+                                            const grpc::ByteBuffer* raw_request,
+                                            grpc::ByteBuffer* raw_response) override;
+  grpc::ServerUnaryReactor* GetTimer(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* raw_request,
+                                     grpc::ByteBuffer* raw_response) override;
+  grpc::ServerUnaryReactor* ListTimers(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* raw_request,
+                                       grpc::ByteBuffer* raw_response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* raw_request,
+                                     grpc::ByteBuffer* raw_response) override;
+  // Raw too: the stream parses its messages (SubscribeReactor).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Subscribe(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
-                                     v1::GetStatsResponse* response) override;
 
  private:
   // UNAVAILABLE while recovering or after a storage failure (`write` = the RPC changes state).
   absl::Status Admit(bool write) const;
   // UNAVAILABLE (and counted) when the shard's command queue is full.
   absl::Status CheckQueue(uint32_t shard) const;
-  grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, const char* method,
+  // Answers `call` with `status` (not OK) and returns it, for a handler to return.
+  grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
+                                   const grpc::Status& status);
+  grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
                                    const absl::Status& status);
 
   RequestTimer Track(Rpc rpc);

@@ -1,0 +1,51 @@
+#include "server/raw_call.h"
+
+#include <string>
+
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+
+namespace lawn {
+
+bool ParseMessage(const grpc::ByteBuffer& raw, google::protobuf::Message* msg) {
+  if (!raw.Valid()) return false;
+  // ProtoBufferReader only reads the buffer (through a grpc_byte_buffer_reader); it takes a non-const pointer
+  // because the same type backs the typed path, which hands over buffers it owns.
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&raw));
+  return reader.status().ok() && msg->ParseFromZeroCopyStream(&reader);
+}
+
+grpc::Status ParseRequest(const grpc::ByteBuffer* raw, std::string_view method,
+                          google::protobuf::Message* msg) {
+  const std::string& type = msg->GetDescriptor()->full_name();
+  // A unary call that half-closes without a message reaches the handler with an empty (invalid) buffer.
+  if (raw == nullptr || !raw->Valid()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        std::string(method) + ": the call carried no request message; send one " + type);
+  }
+  if (!ParseMessage(*raw, msg)) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        std::string(method) + ": the request is not a valid " + type + " message (its bytes do not parse)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SerializeMessage(const google::protobuf::Message& msg, grpc::ByteBuffer* out) {
+  // gRPC's ProtoBufferWriter (used for all but tiny messages) asserts that it starts from an empty buffer.
+  out->Clear();
+  bool own_buffer;  // Always set true by the protobuf traits; only gRPC's own send path reads it.
+  return grpc::SerializationTraits<google::protobuf::Message>::Serialize(msg, out, &own_buffer);
+}
+
+void UnaryCall::Reply(const grpc::Status& status) {
+  if (status.ok()) {
+    if (grpc::Status serialized = SerializeMessage(response_message(), out_); !serialized.ok()) {
+      Finish(serialized);
+      return;
+    }
+  }
+  Finish(status);
+}
+
+}  // namespace lawn

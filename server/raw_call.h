@@ -1,0 +1,72 @@
+// Raw (grpc::ByteBuffer) callback calls: lawn parses each request itself instead of letting gRPC do it.
+//
+// Why: on gRPC's typed callback API a request whose bytes are not a valid message never reaches the handler.
+// A unary call is answered UNIMPLEMENTED with an empty message (CallbackUnaryHandler::Deserialize fails), and
+// a streamed message that does not parse surfaces as OnReadDone(false), the same as a half-close, so the
+// stream ends OK. Registered raw, every method sees the bytes and can answer INVALID_ARGUMENT naming itself.
+//
+// Thread-safety: ParseMessage, ParseRequest and SerializeMessage are pure functions. A UnaryCall is owned by
+// gRPC from the moment the handler returns it until OnDone; Reply may be called from any thread, exactly
+// once.
+#pragma once
+
+#include <string_view>
+
+#include "google/protobuf/message.h"
+#include "grpcpp/grpcpp.h"
+
+namespace lawn {
+
+// Parses `raw` into `msg` (cleared first). False if there is no message or its bytes are not one.
+bool ParseMessage(const grpc::ByteBuffer& raw, google::protobuf::Message* msg);
+
+// The request of unary `method` ("StartTimer"): OK, or INVALID_ARGUMENT naming the method and the expected
+// message type when the call carried no message or bytes that do not parse as one.
+grpc::Status ParseRequest(const grpc::ByteBuffer* raw, std::string_view method,
+                          google::protobuf::Message* msg);
+
+// Serializes `msg` into `out`, replacing what it held. Fails (INTERNAL) only if protobuf cannot serialize it
+// (over 2 GiB).
+grpc::Status SerializeMessage(const google::protobuf::Message& msg, grpc::ByteBuffer* out);
+
+// The reactor of one raw unary call; it owns the typed request and response (see RawUnary), so they live
+// until OnDone, as gRPC's own arena-allocated ones did.
+class UnaryCall : public grpc::ServerUnaryReactor {
+ public:
+  UnaryCall(const UnaryCall&) = delete;
+  UnaryCall& operator=(const UnaryCall&) = delete;
+
+  // Answers the call: on OK the typed response is serialized into gRPC's response buffer first (so it must be
+  // complete: REQUIRES every writer of the response is done), and if that fails the call ends INTERNAL.
+  // Replaces ServerUnaryReactor::Finish. Any thread, exactly once; may run before the handler has returned
+  // the call (gRPC holds the finish until the reactor is bound).
+  void Reply(const grpc::Status& status);
+
+  // grpc::ServerUnaryReactor
+  void OnDone() override { delete this; }
+
+ protected:
+  // `out`: gRPC's response buffer for this call, valid until OnDone.
+  explicit UnaryCall(grpc::ByteBuffer* out) : out_(out) {}
+  ~UnaryCall() override = default;
+  virtual const google::protobuf::Message& response_message() const = 0;
+
+ private:
+  grpc::ByteBuffer* const out_;
+};
+
+// A unary call with request type Req and response type Resp. The handler parses into `request` (see
+// ParseRequest) and whoever answers fills `response` before Reply.
+template <class Req, class Resp>
+class RawUnary final : public UnaryCall {
+ public:
+  explicit RawUnary(grpc::ByteBuffer* out) : UnaryCall(out) {}
+
+  Req request;
+  Resp response;
+
+ private:
+  const google::protobuf::Message& response_message() const override { return response; }
+};
+
+}  // namespace lawn
