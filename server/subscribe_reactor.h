@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
 #include "server/delivery.h"
+#include "server/stream_registry.h"
 
 namespace lawn {
 
@@ -28,23 +29,6 @@ class Outbox;
 class Runtime;
 class NamespaceState;
 class SubscribeReactor;
-
-// The live Subscribe streams, so a drain can end them all.
-class StreamRegistry {
- public:
-  void Add(SubscribeReactor* r);
-  void Remove(SubscribeReactor* r);
-  // Ends every stream with `status`; later streams are refused with it too.
-  void CloseAll(const grpc::Status& status);
-  size_t size() const;
-  // Status new streams are refused with; OK while open.
-  grpc::Status closing_status() const;
-
- private:
-  mutable absl::Mutex mu_;
-  absl::flat_hash_set<SubscribeReactor*> live_ ABSL_GUARDED_BY(mu_);
-  grpc::Status closing_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
-};
 
 class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
