@@ -16,7 +16,6 @@
 
 #include <memory>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
