@@ -180,9 +180,18 @@ bool LawndProcess::WaitServing(std::chrono::milliseconds timeout) {
   return false;
 }
 
+void LawndProcess::Signal(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
 int LawndProcess::Stop(int signal, std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   ::kill(pid_, signal);
+  return WaitExit(timeout);
+}
+
+int LawndProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   while (true) {
@@ -191,7 +200,7 @@ int LawndProcess::Stop(int signal, std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
-      ADD_FAILURE() << "lawnd did not exit within the timeout after signal " << signal;
+      ADD_FAILURE() << "lawnd did not exit within the timeout";
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -44,6 +44,11 @@ class LawndProcess {
   int RunToExit(std::chrono::milliseconds timeout);
   // Sends `signal` and waits for the exit; returns the exit status (WEXITSTATUS, or 128 + signal).
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Sends `signal` to the process and returns at once (e.g. to watch a drain from outside).
+  void Signal(int signal);
+  // Waits for the process to exit on its own; returns the exit status as Stop does (SIGKILL and a test
+  // failure after `timeout`).
+  int WaitExit(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   void Kill() { Stop(9); }
   bool running() const { return pid_ > 0; }
 
