@@ -78,7 +78,7 @@ TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
   stub = lawnd.stub();
   EXPECT_EQ(Stats(*stub).outbox(), 1u);
   TestSubscriber sub(*stub, "out");
-  std::optional<v1::Expiration> e = sub.Next(milliseconds(5000));
+  std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->timer().id(), "fired");
   EXPECT_EQ(e->timer().payload(), "keep me");
