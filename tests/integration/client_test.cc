@@ -240,14 +240,14 @@ TEST_F(ClientTest, SubscriptionEndsWithLawndsStatus) {
   std::unique_ptr<Subscription> too_many = client_->Subscribe("ok", greedy, [](const v1::Expiration&) {});
   EXPECT_EQ(too_many->Wait().code(), absl::StatusCode::kInvalidArgument);
 
-  // lawnd drains: the stream ends UNAVAILABLE, and unary calls fail UNAVAILABLE once it is gone.
+  // lawnd drains: the stream ends UNAVAILABLE. (Calls to a lawnd that is gone are tests/client's: its port
+  // is free now and could be anyone's.)
   std::unique_ptr<Subscription> live = client_->Subscribe("ok", {}, [](const v1::Expiration&) {});
   ASSERT_TRUE(WaitFor([&] { return NsStats("ok").subscribers() == 1; }, kWait));
   ASSERT_EQ(lawnd_->Stop(SIGTERM), 0);
   std::optional<absl::Status> ended = live->WaitFor(kWait);
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->code(), absl::StatusCode::kUnavailable) << *ended;
-  EXPECT_EQ(client_->GetStats().status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -5,12 +5,8 @@
 // lawnctl runs as a child process with its stdout and stderr in files; only that child is ever signalled.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <fstream>
 #include <set>
@@ -159,32 +155,6 @@ class LawnctlTest : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<LawndProcess> lawnd_;
   std::unique_ptr<v1::TimerService::Stub> stub_;
-};
-
-// A loopback port bound but not listening, held for the test: connections are refused, and nobody else can
-// take the port meanwhile.
-class RefusingPort {
- public:
-  RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "cannot bind a loopback port";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
-  }
-  ~RefusingPort() {
-    if (fd_ >= 0) close(fd_);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_;
-  int port_ = 0;
 };
 
 TEST_F(LawnctlTest, ExitCodesFollowTheStatus) {

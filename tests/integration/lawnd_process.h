@@ -69,6 +69,21 @@ class LawndProcess {
   size_t log_offset_ = 0;  // Port search starts after the previous run's log.
 };
 
+// A loopback port bound but not listening, held for the object's life: connections to it are refused, and
+// no other process can take the port meanwhile (unlike a port freed by a stopped server).
+class RefusingPort {
+ public:
+  RefusingPort();
+  ~RefusingPort();
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Path of the lawnd binary under test (set by CMake).
 std::string LawndPath();
 
