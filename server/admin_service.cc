@@ -43,7 +43,7 @@ AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_di
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext*,
                                                              const grpc::ByteBuffer* raw_request,
                                                              grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::CreateCheckpointRequest, v1::CreateCheckpointResponse>(raw_response);
+  auto* call = new RawUnary<v1::CreateCheckpointRequest, v1::CreateCheckpointResponse>(raw_response, nullptr);
   auto refuse = [call](grpc::StatusCode code, const std::string& message) {
     call->Reply(grpc::Status(code, message));
     return call;

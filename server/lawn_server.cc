@@ -138,8 +138,9 @@ void LawnServer::Drain() {
   service_->BeginDrain();
   service_->CloseStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is shutting down; reconnect"));
   if (!service_->WaitIdle(deadline)) spdlog::warn("drain: calls still in flight at shutdown_timeout; cancelling");
-  // Nothing of ours is in flight now: shut down at once rather than wait for idle clients to hang up.
   admin_->Drain();
+  // WaitIdle counts each call until gRPC is done sending its answer (UnaryCall::OnDone), so nothing admitted
+  // is cut here: shut down at once rather than wait for idle clients to hang up.
   server_->Shutdown(std::chrono::system_clock::now());
   runtime_->Stop();
   server_.reset();

@@ -10,6 +10,8 @@
 // once.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string_view>
 
 #include "google/protobuf/message.h"
@@ -43,16 +45,24 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   void Reply(const grpc::Status& status);
 
   // grpc::ServerUnaryReactor
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    // The answer is on its way to the client (or the call was cancelled): the drain may shut gRPC down.
+    if (live_ != nullptr) live_->fetch_sub(1, std::memory_order_release);
+    delete this;
+  }
 
  protected:
-  // `out`: gRPC's response buffer for this call, valid until OnDone.
-  explicit UnaryCall(grpc::ByteBuffer* out) : out_(out) {}
+  // `out`: gRPC's response buffer for this call, valid until OnDone. `live` (may be nullptr) counts calls
+  // not yet done: incremented here, decremented in OnDone.
+  UnaryCall(grpc::ByteBuffer* out, std::atomic<int64_t>* live) : out_(out), live_(live) {
+    if (live_ != nullptr) live_->fetch_add(1, std::memory_order_relaxed);
+  }
   ~UnaryCall() override = default;
   virtual const google::protobuf::Message& response_message() const = 0;
 
  private:
   grpc::ByteBuffer* const out_;
+  std::atomic<int64_t>* const live_;
 };
 
 // A unary call with request type Req and response type Resp. The handler parses into `request` (see
@@ -60,7 +70,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
 template <class Req, class Resp>
 class RawUnary final : public UnaryCall {
  public:
-  explicit RawUnary(grpc::ByteBuffer* out) : UnaryCall(out) {}
+  RawUnary(grpc::ByteBuffer* out, std::atomic<int64_t>* live) : UnaryCall(out, live) {}
 
   Req request;
   Resp response;

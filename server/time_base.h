@@ -52,9 +52,11 @@ class TimeBase {
                                      .count());
   }
   static uint64_t Bias() {
+    // 2^40 ns (~18 min) below the exact centre: the TimeBase's offset is read a moment after the bias, and
+    // the margin absorbs the two clocks drifting apart in between, so neither int64 end saturates.
     static const uint64_t bias = [] {
       const int64_t wall = WallNowNs();
-      return (wall > 0 ? static_cast<uint64_t>(wall) : 0) + (uint64_t{1} << 63) - SteadyNs();
+      return (wall > 0 ? static_cast<uint64_t>(wall) : 0) + (uint64_t{1} << 63) - (uint64_t{1} << 40) - SteadyNs();
     }();
     return bias;
   }

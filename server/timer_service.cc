@@ -74,7 +74,7 @@ RequestTimer TimerServiceImpl::Track(Rpc rpc) { return RequestTimer::Start(runti
 void TimerServiceImpl::BeginDrain() { draining_.store(true, std::memory_order_release); }
 
 bool TimerServiceImpl::WaitIdle(std::chrono::steady_clock::time_point deadline) {
-  while (in_flight_.load(std::memory_order_acquire) > 0) {
+  while (in_flight_.load(std::memory_order_acquire) > 0 || live_calls_.load(std::memory_order_acquire) > 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -115,7 +115,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::StartTimerRequest, v1::StartTimerResponse>(raw_response);
+  auto* call = new RawUnary<v1::StartTimerRequest, v1::StartTimerResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "StartTimer", &call->request); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
@@ -140,7 +140,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* raw_request,
                                                         grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>(raw_response);
+  auto* call = new RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "StartTimers", &call->request); !s.ok()) {
     return Reject(context, call, "StartTimers", s);
   }
@@ -193,7 +193,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* raw_request,
                                                         grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::DeleteTimerRequest, v1::DeleteTimerResponse>(raw_response);
+  auto* call = new RawUnary<v1::DeleteTimerRequest, v1::DeleteTimerResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "DeleteTimer", &call->request); !s.ok()) {
     return Reject(context, call, "DeleteTimer", s);
   }
@@ -211,7 +211,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* raw_request,
                                                             grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::RescheduleTimerRequest, v1::RescheduleTimerResponse>(raw_response);
+  auto* call = new RawUnary<v1::RescheduleTimerRequest, v1::RescheduleTimerResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "RescheduleTimer", &call->request); !s.ok()) {
     return Reject(context, call, "RescheduleTimer", s);
   }
@@ -252,7 +252,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServer
 grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* raw_request,
                                                      grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::GetTimerRequest, v1::GetTimerResponse>(raw_response);
+  auto* call = new RawUnary<v1::GetTimerRequest, v1::GetTimerResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "GetTimer", &call->request); !s.ok()) {
     return Reject(context, call, "GetTimer", s);
   }
@@ -269,7 +269,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::ListTimersRequest, v1::ListTimersResponse>(raw_response);
+  auto* call = new RawUnary<v1::ListTimersRequest, v1::ListTimersResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "ListTimers", &call->request); !s.ok()) {
     return Reject(context, call, "ListTimers", s);
   }
@@ -310,7 +310,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* raw_request,
                                                      grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::GetStatsRequest, v1::GetStatsResponse>(raw_response);
+  auto* call = new RawUnary<v1::GetStatsRequest, v1::GetStatsResponse>(raw_response, &live_calls_);
   if (grpc::Status s = ParseRequest(raw_request, "GetStats", &call->request); !s.ok()) {
     return Reject(context, call, "GetStats", s);
   }

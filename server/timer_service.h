@@ -88,6 +88,8 @@ class TimerServiceImpl final : public TimerServiceBase {
   StreamRegistry streams_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};  // Unary calls received and not yet answered.
+  // Unary calls whose reactor is not done yet: answered calls stay counted until gRPC has sent the answer.
+  std::atomic<int64_t> live_calls_{0};
 };
 
 }  // namespace lawn

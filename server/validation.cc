@@ -4,7 +4,7 @@ namespace lawn {
 
 namespace {
 
-constexpr int64_t kMaxDurationSeconds = 100LL * 366 * 24 * 3600;  // "100 years" with room for leap days.
+constexpr int64_t kMaxDurationSeconds = 36525LL * 24 * 3600;  // 100 Julian years: the longest any 100 years are.
 
 std::string S(std::string_view v) { return std::string(v); }
 
@@ -52,15 +52,16 @@ absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, const google::
 }
 
 absl::StatusOr<int64_t> ValidateDeadline(std::string_view field, const google::protobuf::Timestamp& t) {
-  // int64 ns since the epoch reaches 2262-04-11T23:47:16Z; negative (pre-1970) deadlines are simply past.
-  constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
+  // Every instant representable as int64 ns since the epoch (1677-09-21T00:12:43.145224192Z ..
+  // 2262-04-11T23:47:16.854775807Z) is accepted; pre-1970 deadlines are simply past.
   if (t.nanos() < 0 || t.nanos() > 999'999'999) {
     return absl::InvalidArgumentError(S(field) + ": nanos must be in 0..999999999");
   }
-  if (t.seconds() > kMaxSeconds || t.seconds() < -kMaxSeconds) {
+  const __int128 ns = static_cast<__int128>(t.seconds()) * 1'000'000'000 + t.nanos();
+  if (ns > INT64_MAX || ns < INT64_MIN) {
     return absl::InvalidArgumentError(S(field) + ": must be between 1678 and 2262 (int64 ns since the epoch)");
   }
-  return t.seconds() * 1'000'000'000LL + t.nanos();
+  return static_cast<int64_t>(ns);
 }
 
 }  // namespace lawn

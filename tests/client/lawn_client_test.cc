@@ -2,6 +2,11 @@
 // building. lawnd itself is covered by tests/integration/.
 #include "client/lawn_client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -25,11 +30,37 @@ TEST(LawnClientTest, ServerErrorsKeepTheirCodeAndMessage) {
   EXPECT_EQ(timer.status().message(), "no timer 'nope'");
 }
 
+// A loopback port that is bound but not listening, held for the object's life: connections to it are
+// refused, and no other process can take it meanwhile (a port freed by a stopped server could be reused by a
+// parallel test).
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot bind a loopback port";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 TEST(LawnClientTest, UnreachableServerIsUnavailable) {
-  FakeTimerService service;
-  auto server = std::make_unique<FakeServer>(service);
-  const std::string address = server->address();
-  server.reset();  // Nobody listens on the port any more.
+  RefusingPort port;  // Nobody listens there.
+  const std::string address = port.address();
   std::unique_ptr<LawnClient> client = LawnClient::Connect(address);
   EXPECT_EQ(client->GetStats().status().code(), absl::StatusCode::kUnavailable);
   std::unique_ptr<Subscription> subscription = client->Subscribe("default", {}, [](const v1::Expiration&) {});

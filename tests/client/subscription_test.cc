@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "client/lawn_client.h"
 #include "gtest/gtest.h"
 #include "tests/client/fake_timer_service.h"
@@ -69,31 +68,57 @@ TEST(SubscriptionTest, BatchesAcksThatPileUpWhileTheCallbackRuns) {
   std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
   SubscribeOptions options;
   options.max_in_flight = 40;
+  options.auto_ack = false;
   absl::Mutex gate_mu;
-  bool open_gate = false;
+  bool in_callback = false;  // Guarded by gate_mu.
+  bool open_gate = false;    // Guarded by gate_mu.
   Received received;
   std::unique_ptr<Subscription> subscription =
       client->Subscribe("default", options, [&](const v1::Expiration& e) {
-        // The first callback waits until all 40 have arrived, so the rest are queued behind it.
+        // The first callback holds the dispatcher (the only writer) until the test opens the gate.
         if (e.delivery_id() == 1) {
-          absl::MutexLock lock(&gate_mu, absl::Condition(&open_gate));
+          absl::MutexLock lock(&gate_mu);
+          in_callback = true;
+          gate_mu.Await(absl::Condition(&open_gate));
         }
         received.Add(e.delivery_id());
       });
-  // Nothing is acked before the callback returns; then the 40 acks go out in a few messages, not 40.
   service.AwaitSent(40);
-  // The client's reader queues what was sent without waiting for the callback, but nothing observable says it
-  // has; a short pause lets it catch up so the batch sizes below are deterministic.
-  absl::SleepFor(absl::Milliseconds(100));
+  {
+    absl::MutexLock lock(&gate_mu, absl::Condition(&in_callback));
+  }
+  // While the callback runs, acks of all 40 (the fake has sent them all) pile up: none can be written yet.
+  for (uint64_t id : Iota(40)) subscription->Ack(id);
   EXPECT_EQ(service.ack_messages(), 0);
   {
     absl::MutexLock lock(&gate_mu);
     open_gate = true;
   }
+  // Once the callback returns they go out together, in one message (the fake ends the stream when all 40
+  // are acked).
   EXPECT_TRUE(subscription->Wait().ok());
   EXPECT_EQ(service.acked(), Iota(40));
-  EXPECT_LE(service.ack_messages(),
-            4);  // Batches of up to max_in_flight / 2; exactly 2 when all were queued.
+  EXPECT_EQ(service.ack_messages(), 1);
+}
+
+// Auto-acks go out for every expiration, once each (how they are batched depends on how far the reader got
+// ahead of the callback, which nothing observable tells; the test above covers batching).
+TEST(SubscriptionTest, AutoAcksEveryExpirationExactlyOnce) {
+  FakeTimerService service;
+  service.expirations = 40;
+  service.window = 40;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  SubscribeOptions options;
+  options.max_in_flight = 40;
+  Received received;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("default", options, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(received.Await(40), Iota(40));
+  EXPECT_EQ(service.acked(), Iota(40));
+  EXPECT_GE(service.ack_messages(), 1);
+  EXPECT_LE(service.ack_messages(), 40);
 }
 
 TEST(SubscriptionTest, StopFromTheCallbackAcksOnlyWhatWasDelivered) {

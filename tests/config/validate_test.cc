@@ -1,5 +1,6 @@
 // Range checks: every key's bounds, each as one test case. A value just outside is rejected with a message
-// naming the key and the allowed values; the bound itself is accepted.
+// naming the key and the allowed values; the bound itself is accepted and parsed to exactly that value.
+#include <chrono>
 #include <ostream>
 #include <string>
 
@@ -13,7 +14,7 @@ namespace {
 struct RangeCase {
   const char* name;  // Test name suffix.
   const char* yaml;
-  const char* message;  // Expected in the error; unused for accepted values.
+  const char* message;  // Expected in the error.
 };
 
 std::ostream& operator<<(std::ostream& out, const RangeCase& c) { return out << c.yaml; }
@@ -87,43 +88,106 @@ INSTANTIATE_TEST_SUITE_P(
         RangeCase{"DataDirEmpty", "data_dir: \"\"", "config key 'data_dir': an empty path is not allowed"}),
     CaseName);
 
-class AcceptedValueTest : public ::testing::TestWithParam<RangeCase> {};
+// An accepted value: the YAML, and the change it must make to the resolved defaults (everything else stays as
+// it was).
+struct AcceptedCase {
+  const char* name;  // Test name suffix.
+  const char* yaml;
+  void (*expect)(Options& options);  // Applies the expected change to the resolved defaults.
+};
 
-TEST_P(AcceptedValueTest, IsAccepted) {
+std::ostream& operator<<(std::ostream& out, const AcceptedCase& c) { return out << c.yaml; }
+
+std::string AcceptedName(const ::testing::TestParamInfo<AcceptedCase>& info) { return info.param.name; }
+
+class AcceptedValueTest : public ::testing::TestWithParam<AcceptedCase> {};
+
+TEST_P(AcceptedValueTest, IsAcceptedAndParsedToTheValueWritten) {
+  const absl::StatusOr<Options> defaults = LoadOptionsFromYaml("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
   const absl::StatusOr<Options> options = LoadOptionsFromYaml(GetParam().yaml);
-  EXPECT_TRUE(options.ok()) << options.status();
+  ASSERT_TRUE(options.ok()) << options.status();
+  Options expected = *defaults;
+  GetParam().expect(expected);
+  // Field by field first, for a readable failure; then the whole struct, so no other field moved.
+  EXPECT_EQ(options->shards, expected.shards);
+  EXPECT_EQ(options->tick, expected.tick);
+  EXPECT_EQ(options->max_payload_bytes, expected.max_payload_bytes);
+  EXPECT_EQ(options->max_pending_timers, expected.max_pending_timers);
+  EXPECT_EQ(options->max_pending_per_namespace, expected.max_pending_per_namespace);
+  EXPECT_EQ(options->ack_timeout, expected.ack_timeout);
+  EXPECT_EQ(options->max_in_flight, expected.max_in_flight);
+  EXPECT_EQ(options->sync_interval, expected.sync_interval);
+  EXPECT_EQ(options->max_message_bytes, expected.max_message_bytes);
+  EXPECT_EQ(options->min_free_disk_bytes, expected.min_free_disk_bytes);
+  EXPECT_EQ(options->shutdown_timeout, expected.shutdown_timeout);
+  EXPECT_EQ(options->lawn_max_buckets, expected.lawn_max_buckets);
+  EXPECT_EQ(options->lawn_promote_after, expected.lawn_promote_after);
+  EXPECT_EQ(options->listen, expected.listen);
+  EXPECT_EQ(options->metrics_listen, expected.metrics_listen);
+  EXPECT_TRUE(*options == expected) << "a field other than the ones the case sets changed";
 }
+
+using std::chrono::hours;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
 
 INSTANTIATE_TEST_SUITE_P(
     ConfigTest, AcceptedValueTest,
-    ::testing::Values(RangeCase{"Shards1", "shards: 1", ""}, RangeCase{"Shards256", "shards: 256", ""},
-                      RangeCase{"Tick1us", "tick: 1us", ""}, RangeCase{"Tick1s", "tick: 1s", ""},
-                      RangeCase{"MaxPayloadZero", "max_payload_bytes: 0", ""},
-                      RangeCase{"MaxPayload4MiB", "max_payload_bytes: 4MiB\nmax_message_bytes: 64MiB", ""},
-                      RangeCase{"MaxPendingTimers1", "max_pending_timers: 1", ""},
-                      RangeCase{"PerNamespaceEqualToGlobal",
-                                "max_pending_timers: 9\nmax_pending_per_namespace: 9", ""},
-                      RangeCase{"AckTimeout100ms", "ack_timeout: 100ms", ""},
-                      RangeCase{"AckTimeout1h", "ack_timeout: 1h", ""},
-                      RangeCase{"MaxInFlight1", "max_in_flight: 1", ""},
-                      RangeCase{"MaxInFlight100000", "max_in_flight: 100000", ""},
-                      RangeCase{"SyncInterval1ms", "sync_interval: 1ms", ""},
-                      RangeCase{"SyncInterval10s", "sync_interval: 10s", ""},
-                      RangeCase{"MaxMessage64KiB", "max_message_bytes: 64KiB\nmax_payload_bytes: 1KiB", ""},
-                      RangeCase{"MaxMessage64MiB", "max_message_bytes: 64MiB", ""},
-                      RangeCase{"MinFreeDiskZero", "min_free_disk_bytes: 0", ""},
-                      RangeCase{"ShutdownTimeoutZero", "shutdown_timeout: 0s", ""},
-                      RangeCase{"ShutdownTimeout10m", "shutdown_timeout: 10m", ""},
-                      RangeCase{"LawnMaxBuckets1", "lawn_max_buckets: 1", ""},
-                      RangeCase{"LawnMaxBuckets65535", "lawn_max_buckets: 65535", ""},
-                      RangeCase{"LawnPromoteAfter1", "lawn_promote_after: 1", ""},
-                      RangeCase{"LawnPromoteAfter1000", "lawn_promote_after: 1000", ""},
-                      RangeCase{"ListenIpv6", "listen: \"[::]:7070\"", ""},
-                      RangeCase{"ListenHostNamePort0", "listen: localhost:0", ""},
-                      RangeCase{"ListenPort65535", "listen: 0.0.0.0:65535", ""},
-                      RangeCase{"MetricsListenEmptyDisables", "metrics_listen: \"\"", ""},
-                      RangeCase{"QuotedNumber", "shards: \"4\"", ""}),
-    CaseName);
+    ::testing::Values(
+        AcceptedCase{"Shards1", "shards: 1", [](Options& o) { o.shards = 1; }},
+        AcceptedCase{"Shards256", "shards: 256", [](Options& o) { o.shards = 256; }},
+        AcceptedCase{"Tick1us", "tick: 1us", [](Options& o) { o.tick = microseconds(1); }},
+        AcceptedCase{"Tick1s", "tick: 1s", [](Options& o) { o.tick = seconds(1); }},
+        AcceptedCase{"MaxPayloadZero", "max_payload_bytes: 0", [](Options& o) { o.max_payload_bytes = 0; }},
+        AcceptedCase{"MaxPayload4MiB", "max_payload_bytes: 4MiB\nmax_message_bytes: 64MiB",
+                     [](Options& o) {
+                       o.max_payload_bytes = 4u << 20;
+                       o.max_message_bytes = 64u << 20;
+                     }},
+        // The per-namespace limit was left at 0, so it resolves to the new global limit.
+        AcceptedCase{"MaxPendingTimers1", "max_pending_timers: 1",
+                     [](Options& o) { o.max_pending_timers = o.max_pending_per_namespace = 1; }},
+        AcceptedCase{"PerNamespaceEqualToGlobal", "max_pending_timers: 9\nmax_pending_per_namespace: 9",
+                     [](Options& o) { o.max_pending_timers = o.max_pending_per_namespace = 9; }},
+        AcceptedCase{"PerNamespaceBelowGlobal", "max_pending_timers: 9\nmax_pending_per_namespace: 4",
+                     [](Options& o) {
+                       o.max_pending_timers = 9;
+                       o.max_pending_per_namespace = 4;
+                     }},
+        AcceptedCase{"AckTimeout100ms", "ack_timeout: 100ms", [](Options& o) { o.ack_timeout = milliseconds(100); }},
+        AcceptedCase{"AckTimeout1h", "ack_timeout: 1h", [](Options& o) { o.ack_timeout = hours(1); }},
+        AcceptedCase{"MaxInFlight1", "max_in_flight: 1", [](Options& o) { o.max_in_flight = 1; }},
+        AcceptedCase{"MaxInFlight100000", "max_in_flight: 100000", [](Options& o) { o.max_in_flight = 100000; }},
+        AcceptedCase{"SyncInterval1ms", "sync_interval: 1ms", [](Options& o) { o.sync_interval = milliseconds(1); }},
+        AcceptedCase{"SyncInterval10s", "sync_interval: 10s", [](Options& o) { o.sync_interval = seconds(10); }},
+        AcceptedCase{"MaxMessage64KiB", "max_message_bytes: 64KiB\nmax_payload_bytes: 1KiB",
+                     [](Options& o) {
+                       o.max_message_bytes = 64u << 10;
+                       o.max_payload_bytes = 1u << 10;
+                     }},
+        AcceptedCase{"MaxMessage64MiB", "max_message_bytes: 64MiB", [](Options& o) { o.max_message_bytes = 64u << 20; }},
+        AcceptedCase{"MinFreeDiskZero", "min_free_disk_bytes: 0", [](Options& o) { o.min_free_disk_bytes = 0; }},
+        AcceptedCase{"MinFreeDiskDecimalUnit", "min_free_disk_bytes: 3GB",
+                     [](Options& o) { o.min_free_disk_bytes = 3'000'000'000; }},
+        AcceptedCase{"ShutdownTimeoutZero", "shutdown_timeout: 0s",
+                     [](Options& o) { o.shutdown_timeout = std::chrono::nanoseconds(0); }},
+        AcceptedCase{"ShutdownTimeout10m", "shutdown_timeout: 10m", [](Options& o) { o.shutdown_timeout = minutes(10); }},
+        AcceptedCase{"ShutdownTimeoutFraction", "shutdown_timeout: 1.5s",
+                     [](Options& o) { o.shutdown_timeout = milliseconds(1500); }},
+        AcceptedCase{"LawnMaxBuckets1", "lawn_max_buckets: 1", [](Options& o) { o.lawn_max_buckets = 1; }},
+        AcceptedCase{"LawnMaxBuckets65535", "lawn_max_buckets: 65535", [](Options& o) { o.lawn_max_buckets = 65535; }},
+        AcceptedCase{"LawnPromoteAfter1", "lawn_promote_after: 1", [](Options& o) { o.lawn_promote_after = 1; }},
+        AcceptedCase{"LawnPromoteAfter1000", "lawn_promote_after: 1000",
+                     [](Options& o) { o.lawn_promote_after = 1000; }},
+        AcceptedCase{"ListenIpv6", "listen: \"[::]:7070\"", [](Options& o) { o.listen = "[::]:7070"; }},
+        AcceptedCase{"ListenHostNamePort0", "listen: localhost:0", [](Options& o) { o.listen = "localhost:0"; }},
+        AcceptedCase{"ListenPort65535", "listen: 0.0.0.0:65535", [](Options& o) { o.listen = "0.0.0.0:65535"; }},
+        AcceptedCase{"MetricsListenEmptyDisables", "metrics_listen: \"\"", [](Options& o) { o.metrics_listen = ""; }},
+        AcceptedCase{"QuotedNumber", "shards: \"4\"", [](Options& o) { o.shards = 4; }}),
+    AcceptedName);
 
 }  // namespace
 }  // namespace lawn

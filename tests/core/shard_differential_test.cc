@@ -252,13 +252,17 @@ class ShardDifferential {
     }
   }
 
-  // NextDeadlineNs is a lower bound: never later than the first instant at which something is due.
+  // NextDeadlineNs is a lower bound: never later than the first instant at which something is due. With the
+  // wheel empty nothing can cascade, so it is exactly that instant.
   void CheckNextDeadline() {
     const std::optional<uint64_t> next = shard_.NextDeadlineNs();
     const std::optional<uint64_t> due = model_.EarliestDueNs();
     ASSERT_EQ(next.has_value(), due.has_value()) << Where();
     if (due) {
       ASSERT_LE(*next, std::max(now_, *due)) << Where() << " NextDeadlineNs is too late";
+      if (shard_.wheel_pending() == 0) {
+        ASSERT_EQ(*next, *due) << Where() << " NextDeadlineNs with only Lawn timers";
+      }
     }
   }
 

@@ -201,7 +201,86 @@ TEST(ShardTimingTest, NextDeadlineNsIsALowerBound) {
       EXPECT_TRUE(AdvanceAll(shard, *next - 1).empty());
     }
     now = std::max(now, *next);
-    for (const FiredCopy& f : AdvanceAll(shard, now)) deadline_of.erase(f.id);
+    const std::vector<FiredCopy> fired = AdvanceAll(shard, now);
+    for (const FiredCopy& f : fired) deadline_of.erase(f.id);
+    // The contract: waking at NextDeadlineNs and advancing either fires timers or cascades the wheel, so an
+    // Advance that fired nothing must have moved the bound later.
+    if (fired.empty() && !deadline_of.empty()) {
+      ASSERT_GT(*shard.NextDeadlineNs(), *next) << "an Advance at NextDeadlineNs did no work";
+    }
+  }
+  EXPECT_FALSE(shard.NextDeadlineNs().has_value());
+}
+
+// Lawn buckets need no cascade, so while every pending timer is in Lawn the bound is exact: the due time
+// ceil(deadline / tick) * tick of the earliest deadline, with a tick that divides no deadline.
+TEST(ShardTimingTest, NextDeadlineNsIsExactlyTheEarliestDueTimeWhileEveryTimerIsInLawn) {
+  ShardOptions options = WithTick(kMs + 7);
+  options.lawn_promote_after = 1;  // Every TTL timer goes to a Lawn bucket at once.
+  Shard shard(options);
+  Rng rng(11);
+  std::multiset<uint64_t> deadlines;
+  std::map<std::string, uint64_t> deadline_of;
+  uint64_t now = kT0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    // Starts spread over at most 300 ms, TTLs above that: every deadline is after the last start.
+    const uint64_t ttl = 300 * kMs + rng.Uniform(1, 200) * 10 * kMs + rng.Uniform(0, kMs);
+    ASSERT_TRUE(shard.Start(TtlSpec(id, ttl), now).ok());
+    deadline_of[id] = now + ttl;
+    deadlines.insert(now + ttl);
+    now += rng.Uniform(0, kMs);
+  }
+  ASSERT_EQ(shard.lawn_pending(), shard.pending()) << "precondition: every timer is in Lawn";
+  while (!deadlines.empty()) {
+    const std::optional<uint64_t> next = shard.NextDeadlineNs();
+    ASSERT_TRUE(next.has_value());
+    const uint64_t due = DueAt(*deadlines.begin(), options.tick_ns);
+    ASSERT_EQ(*next, due) << "NextDeadlineNs must be the earliest due time exactly";
+    if (due > now) {
+      ASSERT_TRUE(AdvanceAll(shard, due - 1).empty()) << "a timer fired before NextDeadlineNs";
+    }
+    now = std::max(now, due);
+    const std::vector<FiredCopy> fired = AdvanceAll(shard, now);
+    ASSERT_FALSE(fired.empty()) << "nothing fired at NextDeadlineNs";
+    for (const FiredCopy& f : fired) {
+      ASSERT_EQ(DueAt(f.deadline_ns, options.tick_ns), due) << f.id << " is not among the earliest";
+      deadlines.erase(deadlines.find(f.deadline_ns));
+      deadline_of.erase(f.id);
+    }
+  }
+  EXPECT_TRUE(deadline_of.empty());
+  EXPECT_FALSE(shard.NextDeadlineNs().has_value());
+}
+
+// A wheel timer due within the current 64-tick window sits at level 0, where nothing cascades: the bound is
+// its due time exactly (deadlines in the window, in random order, with sub-tick parts).
+TEST(ShardTimingTest, NextDeadlineNsIsExactlyTheDueTimeOfALevelZeroWheelTimer) {
+  Shard shard;
+  // Processes every tick up to kT0, a multiple of 64 ms: the next 63 ticks share all upper bits with it.
+  static_assert(kT0 / kMs % 64 == 0);
+  EXPECT_TRUE(AdvanceAll(shard, kT0).empty());
+  Rng rng(12);
+  std::vector<int> offsets;
+  for (int k = 1; k < 64; ++k) offsets.push_back(k);
+  for (size_t i = offsets.size() - 1; i > 0; --i) std::swap(offsets[i], offsets[rng.Uniform(0, i)]);
+  std::set<uint64_t> deadlines;
+  for (int k : offsets) {
+    const uint64_t deadline = kT0 + (k - 1) * kMs + rng.Uniform(1, kMs);  // Due at kT0 + k ms.
+    ASSERT_TRUE(shard.Start(AtSpec("w" + std::to_string(k), deadline), kT0).ok());
+    deadlines.insert(deadline);
+  }
+  ASSERT_EQ(shard.wheel_pending(), 63u);
+  uint64_t now = kT0;
+  for (uint64_t deadline : deadlines) {
+    const std::optional<uint64_t> next = shard.NextDeadlineNs();
+    ASSERT_TRUE(next.has_value());
+    ASSERT_EQ(*next, DueAt(deadline, kMs));
+    ASSERT_TRUE(AdvanceAll(shard, *next - 1).empty());
+    now = *next;
+    const std::vector<FiredCopy> fired = AdvanceAll(shard, now);
+    ASSERT_EQ(fired.size(), 1u);
+    EXPECT_EQ(fired[0].deadline_ns, deadline);
   }
   EXPECT_FALSE(shard.NextDeadlineNs().has_value());
 }
@@ -273,34 +352,72 @@ TEST(ShardTimingTest, RandomTtlsNeverExceedASmallMaxLawnBuckets) {
   ExpectLawnBucketsBounded(options, 6, /*ns_granularity=*/true);
 }
 
+// Random starts (plain and replacing, one-shot and recurring), deletes, reschedules and advances over 500 ids:
+// every call returns what a plain map of the pending ids predicts, every fired timer was pending (and stays
+// pending exactly when it recurs), and the invariants hold throughout.
 TEST(ShardTimingTest, InvariantsHoldAfterMixedOperations) {
   Shard shard;
   Rng rng(7);
   uint64_t now = kT0;
+  std::map<std::string, uint64_t> interval_of;  // The pending ids, with their interval (0: one-shot).
+  int ok = 0, refused = 0;  // Calls of cases 0, 2 and 3 that succeeded / were refused.
   for (int i = 0; i < 20000; ++i) {
     const std::string id = "t" + std::to_string(rng.Uniform(0, 499));
+    const bool pending = interval_of.count(id) != 0;
     switch (rng.Uniform(0, 5)) {
-      case 0:
-        (void)shard.Start(TtlSpec(id, (rng.Uniform(0, 3) + 1) * kSec), now);
+      case 0: {
+        const absl::Status s = shard.Start(TtlSpec(id, (rng.Uniform(0, 3) + 1) * kSec), now);
+        ASSERT_EQ(s.code(), pending ? absl::StatusCode::kAlreadyExists : absl::StatusCode::kOk) << i << " " << id;
+        if (!pending) interval_of[id] = 0;
+        (s.ok() ? ok : refused)++;
         break;
-      case 1:
-        (void)shard.Start(Replacing(AtSpec(id, now + rng.Uniform(0, 5 * kSec) - kSec, "",
-                                                    rng.Uniform(0, 1) * 300 * kMs)),
-                          now);
+      }
+      case 1: {
+        const uint64_t interval = rng.Uniform(0, 1) * 300 * kMs;
+        const absl::Status s =
+            shard.Start(Replacing(AtSpec(id, now + rng.Uniform(0, 5 * kSec) - kSec, "", interval)), now);
+        ASSERT_TRUE(s.ok()) << i << " " << id << ": " << s;  // Replacing never conflicts.
+        interval_of[id] = interval;
         break;
-      case 2:
-        (void)shard.Delete(id);
+      }
+      case 2: {
+        const absl::Status s = shard.Delete(id);
+        ASSERT_EQ(s.code(), pending ? absl::StatusCode::kOk : absl::StatusCode::kNotFound) << i << " " << id;
+        interval_of.erase(id);
+        (s.ok() ? ok : refused)++;
         break;
-      case 3:
-        (void)shard.Reschedule(id, When::After(rng.Uniform(1, 2 * kSec)), now);
+      }
+      case 3: {
+        const absl::Status s = shard.Reschedule(id, When::After(rng.Uniform(1, 2 * kSec)), now);
+        ASSERT_EQ(s.code(), pending ? absl::StatusCode::kOk : absl::StatusCode::kNotFound) << i << " " << id;
+        if (pending) {
+          ASSERT_EQ(shard.Get(id)->interval_ns, interval_of[id]) << "reschedule must keep the interval";
+        }
+        (s.ok() ? ok : refused)++;
         break;
+      }
       default:
         now += rng.Uniform(0, 50 * kMs);
-        AdvanceAll(shard, now);
+        for (const FiredCopy& f : AdvanceAll(shard, now)) {
+          auto it = interval_of.find(f.id);
+          ASSERT_NE(it, interval_of.end()) << i << ": " << f.id << " fired but was not pending";
+          ASSERT_LE(f.deadline_ns, now) << i << ": " << f.id << " fired early";
+          ASSERT_EQ(f.interval_ns, it->second) << i << " " << f.id;
+          ASSERT_EQ(f.next_deadline_ns != 0, it->second != 0) << i << ": only recurring timers are re-armed";
+          if (it->second == 0) interval_of.erase(it);
+        }
     }
+    ASSERT_EQ(shard.pending(), interval_of.size()) << i;
     if (i % 1000 == 0) shard.CheckInvariants();
   }
   shard.CheckInvariants();
+  for (const auto& [id, interval] : interval_of) {
+    ASSERT_TRUE(shard.Get(id).has_value()) << id;
+    EXPECT_EQ(shard.Get(id)->interval_ns, interval) << id;
+  }
+  // Both outcomes were exercised, not just one.
+  EXPECT_GT(ok, 1000);
+  EXPECT_GT(refused, 1000);
 }
 
 }  // namespace

@@ -38,6 +38,23 @@ bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeou
   return pred();
 }
 
+RefusingPort::RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ADD_FAILURE() << "cannot bind a loopback port";
+    return;
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+RefusingPort::~RefusingPort() {
+  if (fd_ >= 0) close(fd_);
+}
+
 TempDir::TempDir() {
   std::string tmpl = (fs::temp_directory_path() / "lawn-test-XXXXXX").string();
   char* made = mkdtemp(tmpl.data());
@@ -186,9 +203,18 @@ bool LawndProcess::WaitServing(std::chrono::milliseconds timeout) {
   return false;
 }
 
+void LawndProcess::Signal(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
 int LawndProcess::Stop(int signal, std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   ::kill(pid_, signal);
+  return WaitExit(timeout);
+}
+
+int LawndProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   while (true) {
@@ -197,7 +223,7 @@ int LawndProcess::Stop(int signal, std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
-      ADD_FAILURE() << "lawnd did not exit within the timeout after signal " << signal;
+      ADD_FAILURE() << "lawnd did not exit within the timeout";
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

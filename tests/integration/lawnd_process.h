@@ -53,6 +53,11 @@ class LawndProcess {
   int RunToExit(std::chrono::milliseconds timeout);
   // Sends `signal` and waits for the exit; returns the exit status (WEXITSTATUS, or 128 + signal).
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Sends `signal` to the process and returns at once (e.g. to watch a drain from outside).
+  void Signal(int signal);
+  // Waits for the process to exit on its own; returns the exit status as Stop does (SIGKILL and a test
+  // failure after `timeout`).
+  int WaitExit(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   void Kill() { Stop(9); }
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
@@ -84,6 +89,21 @@ double MetricSample(const std::string& text, const std::string& series);
 
 // The metrics port lawnd logged ("metrics on http://host:PORT/metrics") in `log`, or 0.
 int MetricsPortFromLog(const std::string& log);
+
+// A loopback port bound but not listening, held for the object's life: connections to it are refused, and
+// no other process can take the port meanwhile (unlike a port freed by a stopped server).
+class RefusingPort {
+ public:
+  RefusingPort();
+  ~RefusingPort();
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 
 // Writes `text` to `path` (e.g. a lawn.yaml for --config); returns `path`.

@@ -1,9 +1,11 @@
-// The Prometheus endpoint of the real lawnd: it serves every documented metric, and the counters move.
+// The Prometheus endpoint of the real lawnd: it serves every documented metric with its documented type
+// (counter, gauge, histogram), and the counters move.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <map>
 #include <regex>
 #include <string>
 
@@ -45,7 +47,17 @@ double Sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
-TEST(MetricsTest, ScrapeShowsEveryMetricAndCountersMove) {
+// name -> type of every "# TYPE name type" line.
+std::multimap<std::string, std::string> TypeLines(const std::string& text) {
+  std::multimap<std::string, std::string> types;
+  const std::regex line(R"(\n# TYPE (\S+) (\S+))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it) {
+    types.emplace((*it)[1], (*it)[2]);
+  }
+  return types;
+}
+
+TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
   TempDir dir;
   LawndProcess lawnd(dir.path() + "/data", {"--metrics-listen", "127.0.0.1:0"});
   lawnd.Start();
@@ -58,13 +70,13 @@ TEST(MetricsTest, ScrapeShowsEveryMetricAndCountersMove) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(StartTtl(*stub, "m", "t" + std::to_string(i), milliseconds(50)).ok());
   ASSERT_TRUE(StartTtl(*stub, "m", "long", milliseconds(3'600'000)).ok());
   for (int i = 0; i < 5; ++i) {
-    std::optional<v1::Expiration> e = sub.Next(milliseconds(5000));
+    std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
     ASSERT_TRUE(e.has_value());
     sub.Ack(e->delivery_id());
   }
   // Gauges refresh every second; counters are published per worker round.
   std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
     text = "\n" + HttpGet(port, "/metrics");
     if (Sample(text, R"(lawn_subscribers\{namespace="m"\})") == 1 &&
@@ -73,13 +85,35 @@ TEST(MetricsTest, ScrapeShowsEveryMetricAndCountersMove) {
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
-  for (const char* name :
-       {"lawn_pending_timers", "lawn_lawn_buckets", "lawn_timer_operations_total", "lawn_expirations_total",
-        "lawn_request_duration_seconds", "lawn_expiry_lateness_seconds", "lawn_outbox_expirations",
-        "lawn_redeliveries_total", "lawn_subscribers", "lawn_storage_write_duration_seconds",
-        "lawn_storage_syncs_total", "lawn_recovery_duration_seconds", "lawn_data_dir_bytes"}) {
-    EXPECT_NE(text.find(std::string("\n# TYPE ") + name + " "), std::string::npos) << name;
+  // Every documented metric with its documented type (README, metrics reference), and no second TYPE line.
+  const std::map<std::string, std::string> documented = {
+      {"lawn_pending_timers", "gauge"},
+      {"lawn_lawn_buckets", "gauge"},
+      {"lawn_timer_operations_total", "counter"},
+      {"lawn_expirations_total", "counter"},
+      {"lawn_request_duration_seconds", "histogram"},
+      {"lawn_expiry_lateness_seconds", "histogram"},
+      {"lawn_outbox_expirations", "gauge"},
+      {"lawn_redeliveries_total", "counter"},
+      {"lawn_subscribers", "gauge"},
+      {"lawn_storage_write_duration_seconds", "histogram"},
+      {"lawn_storage_syncs_total", "counter"},
+      {"lawn_recovery_duration_seconds", "gauge"},
+      {"lawn_data_dir_bytes", "gauge"},
+  };
+  const std::multimap<std::string, std::string> types = TypeLines(text);
+  for (const auto& [name, type] : documented) {
+    EXPECT_EQ(types.count(name), 1u) << name;
+    auto it = types.find(name);
+    if (it != types.end()) {
+      EXPECT_EQ(it->second, type) << name;
+    }
   }
+  // Each type's samples have the shape Prometheus expects of it.
+  EXPECT_GE(Sample(text, R"(lawn_request_duration_seconds_bucket\{method="StartTimer",le="\+Inf"\})"), 6);
+  EXPECT_GE(Sample(text, R"(lawn_request_duration_seconds_sum\{method="StartTimer"\})"), 0);
+  EXPECT_GE(Sample(text, R"(lawn_expiry_lateness_seconds_bucket\{le="\+Inf"\})"), 5);
+  EXPECT_GE(Sample(text, R"(lawn_storage_write_duration_seconds_count)"), 1);
   EXPECT_EQ(Sample(text, R"(lawn_timer_operations_total\{op="start"\})"), 6);
   EXPECT_GE(Sample(text, R"(lawn_expirations_total)"), 5);
   EXPECT_EQ(Sample(text, R"(lawn_subscribers\{namespace="m"\})"), 1);

@@ -1,5 +1,5 @@
-// Small helpers over the generated stub for integration tests: request builders and a Subscribe stream
-// that collects expirations on a reader thread.
+// Small helpers over the generated stub for integration tests: request builders, a Subscribe stream that
+// collects expirations on a reader thread, and grpc.health.v1 Check / Watch.
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.grpc.pb.h"
 
@@ -25,6 +26,43 @@ grpc::Status StartTtl(v1::TimerService::Stub& stub, const std::string& ns, const
                       std::chrono::milliseconds ttl, v1::Timer* out = nullptr, const std::string& payload = "");
 grpc::Status Call(v1::TimerService::Stub& stub, const v1::StartTimerRequest& request, v1::Timer* out = nullptr);
 
+// A request starting a timer at the absolute wall-clock `deadline_ns` (may be negative: before 1970).
+v1::StartTimerRequest DeadlineRequest(const std::string& ns, const std::string& id, int64_t deadline_ns,
+                                      const std::string& payload = "");
+void SetTimestampNs(int64_t ns, google::protobuf::Timestamp* out);
+// Starts `requests` with StartTimers in calls of at most 10,000; returns false (with a test failure) if any
+// call or item failed.
+bool StartAll(v1::TimerService::Stub& stub, const std::vector<v1::StartTimerRequest>& requests);
+// GetStats of one namespace (empty stats if lawnd does not know it).
+v1::NamespaceStats NamespaceStatsOf(v1::TimerService::Stub& stub, const std::string& ns);
+
+using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
+// grpc.health.v1.Health/Check of `service`; nullopt if the call failed (e.g. nobody listens).
+std::optional<ServingStatus> CheckHealth(const std::shared_ptr<grpc::Channel>& channel,
+                                         const std::string& service = "");
+
+// A grpc.health.v1.Health/Watch stream that records every status lawnd pushes, on a reader thread.
+class HealthWatch {
+ public:
+  HealthWatch(const std::shared_ptr<grpc::Channel>& channel, const std::string& service = "");
+  ~HealthWatch();
+  // Waits until `status` has been received (at any time since the watch began) or `timeout` passes.
+  bool WaitFor(ServingStatus status, std::chrono::milliseconds timeout);
+  // Waits for the stream to end; returns its status.
+  std::optional<grpc::Status> WaitEnd(std::chrono::milliseconds timeout);
+  std::vector<ServingStatus> seen();
+
+ private:
+  std::unique_ptr<grpc::health::v1::Health::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<grpc::health::v1::HealthCheckResponse>> reader_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<ServingStatus> seen_;
+  std::optional<grpc::Status> final_;
+};
+
 class TestSubscriber {
  public:
   TestSubscriber(v1::TimerService::Stub& stub, const std::string& ns, uint32_t max_in_flight = 100,
@@ -34,6 +72,10 @@ class TestSubscriber {
   std::optional<v1::Expiration> Next(std::chrono::milliseconds timeout);
   // All received within `window`.
   std::vector<v1::Expiration> Drain(std::chrono::milliseconds window);
+  // Exactly `n` expirations, waiting at most `timeout` for them all; fewer if the time ran out.
+  std::vector<v1::Expiration> Take(size_t n, std::chrono::milliseconds timeout);
+  // Expirations received and not yet taken (does not wait).
+  size_t queued();
   bool Ack(const std::vector<uint64_t>& ids);
   bool Ack(uint64_t id) { return Ack(std::vector<uint64_t>{id}); }
   // Half-closes and returns the final status (waits at most `timeout`).
