@@ -143,10 +143,13 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
     }
     for (auto id = due.rbegin(); id != due.rend(); ++id) {
       auto it = in_flight_.find(*id);
+      // Listed twice when it was requeued (its stream ended) and sent again with the same `now`: both
+      // timeouts_ entries carry the current deadline. The first one requeued it.
+      if (it == in_flight_.end()) continue;
       Requeue(it->second);
       in_flight_.erase(it);
+      ++expired;
     }
-    expired = due.size();
     redeliveries_ += expired;
     CollectWakeable(&wake);
   }
