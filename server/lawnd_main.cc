@@ -1,6 +1,8 @@
 // lawnd: parse flags, load config, wire the runtime and the gRPC server, run until SIGTERM/SIGINT, drain.
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -39,13 +41,14 @@ int InstallStopHandler() {
   return fds[0];
 }
 
-// Blocks until a stop signal arrives; returns it.
+// Blocks until a stop signal arrives; returns it. Waits in poll() rather than in a blocking read():
+// ThreadSanitizer runs a signal handler at once only in calls it knows to block, and read() is not one.
 int WaitForStopSignal(int read_fd) {
-  const int flags = fcntl(read_fd, F_GETFL);
-  fcntl(read_fd, F_SETFL, flags & ~O_NONBLOCK);
+  pollfd readable = {read_fd, POLLIN, 0};
   char byte = 0;
   while (read(read_fd, &byte, 1) != 1) {
-    if (errno != EINTR) return SIGTERM;
+    if (errno != EAGAIN && errno != EINTR) return SIGTERM;
+    if (poll(&readable, 1, -1) < 0 && errno != EINTR) return SIGTERM;
   }
   return byte;
 }
@@ -74,11 +77,21 @@ int main(int argc, char** argv) {
   }
   spdlog::info("lawnd starting: {}", lawn::DescribeOptions(*options));
 
+  // The threads started from here on (gRPC's, RocksDB's, the workers) are born with SIGTERM and SIGINT
+  // blocked, so the kernel hands a stop signal to the main thread, waiting below, whenever it can. The
+  // handler stays process-wide for a thread that unblocks them. (ThreadSanitizer defers a signal that lands
+  // on a thread parked inside an uninstrumented library until that thread wakes up, which may be never.)
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   lawn::LawnServer server(*options);
   if (absl::Status s = server.Start(); !s.ok()) {
     spdlog::critical("lawnd cannot start: {}", s.ToString());
     return 1;
   }
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   const int signal = WaitForStopSignal(stop_fd);
   spdlog::info("received {}; draining (at most {} ms)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                std::chrono::duration_cast<std::chrono::milliseconds>(options->shutdown_timeout).count());
