@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("lawnd starting: {}", lawn::DescribeOptions(*options));
 
+  // Threads started from here on (gRPC's, RocksDB's, the workers, the recovery watch) are born with the stop
+  // signals blocked; the main thread unblocks them and waits (see SignalPipe::BlockInThisThread).
+  lawn::SignalPipe::BlockInThisThread();
   lawn::LawnServer server(*options);
   if (absl::Status s = server.Start(); !s.ok()) {
     spdlog::critical("lawnd cannot start: {}", s.ToString());
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     }
   });
   recovery_watch.detach();
+  lawn::SignalPipe::UnblockInThisThread();
   const int signal = lawn::SignalPipe::Wait();
   if (signal == kRecoveryFailed) {
     spdlog::critical("lawnd exits: recovery failed (exit code {})", kExitRecoveryFailed);

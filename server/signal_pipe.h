@@ -20,6 +20,13 @@ class SignalPipe {
   static void Post(char byte);
   // Blocks until a byte arrives; returns it (a signal number, or what Post sent).
   static int Wait();
+
+  // Blocks the installed signals in the calling thread, so threads it starts from now on are born with them
+  // blocked and the kernel delivers them to a thread that unblocked them (the one in Wait). Needed under
+  // ThreadSanitizer, which runs a signal's handler only when the receiving thread is in a call it knows to
+  // block and defers it otherwise, forever for a thread parked in an uninstrumented library.
+  static void BlockInThisThread();
+  static void UnblockInThisThread();
 };
 
 }  // namespace lawn

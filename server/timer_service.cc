@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "server/proto_convert.h"
+#include "server/start_request.h"
 #include "server/timer_commands.h"
 #include "server/validation.h"
 #include "spdlog/spdlog.h"
@@ -18,7 +19,10 @@ constexpr int32_t kDefaultPageSize = 100;
 constexpr int32_t kMaxPageSize = 1000;
 constexpr int kMaxBatch = 10000;
 
+}  // namespace
+
 // Parses one StartTimerRequest into `op`; `prefix` names the item in messages ("timers[3]." or "").
+// Declared in server/start_request.h, so tests/fuzz reaches it.
 absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, const std::string& prefix,
                         StartOp* op) {
   absl::StatusOr<std::string_view> ns = ValidateNamespace(r.namespace_());
@@ -58,6 +62,8 @@ absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, 
   op->replace = r.replace();
   return absl::OkStatus();
 }
+
+namespace {
 
 // Namespace + id of a by-key request, as a key.
 absl::StatusOr<std::string> ParseKey(const std::string& ns_field, const std::string& id) {

@@ -246,20 +246,20 @@ void MeasureRecovery(int timers) {
   }
   auto store = MustOpen(path);
   int64_t count = 0;
-  int64_t checksum = 0;
+  uint64_t checksum = 0;  // Wraps around (200,000 deadlines of ~1.7e18 overflow int64).
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = store->Recover(
       [&](const StoredTimer& t) {
         ++count;
-        checksum += t.deadline_unix_ns + static_cast<int64_t>(t.payload.size());
+        checksum += static_cast<uint64_t>(t.deadline_unix_ns) + t.payload.size();
       },
       [](const StoredExpiration&) {});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(count, timers);
-  std::printf("recovery: %lld timers in %.3f s = %.2f M timers/s (checksum %lld)\n",
+  std::printf("recovery: %lld timers in %.3f s = %.2f M timers/s (checksum %llu)\n",
               static_cast<long long>(count), seconds, count / seconds / 1e6,
-              static_cast<long long>(checksum));
+              static_cast<unsigned long long>(checksum));
 }
 
 TEST(RocksDbTimerStoreTest, RecoveryRateSmall) { MeasureRecovery(200000); }

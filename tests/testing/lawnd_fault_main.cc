@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!lawn::SetupLogging(options->log_level, options->log_format).ok()) return 2;
+  lawn::SignalPipe::BlockInThisThread();
   lawn::FaultInjectionEnv env;
   auto server = std::make_unique<lawn::LawnServer>(
       *options, [&env](const lawn::RocksDbStoreOptions& o) { return lawn::RocksDbTimerStore::Open(o, env.env()); });
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     spdlog::critical("lawnd cannot start: {}", s.ToString());
     return 1;
   }
+  lawn::SignalPipe::UnblockInThisThread();
   while (true) {
     const int signal = lawn::SignalPipe::Wait();
     if (signal == SIGUSR1) {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs lawn's libFuzzer targets for a bounded time each, every one on a scratch copy of its committed seed
+# corpus (tests/fuzz/corpus/<target>/, never modified), and fails if any of them crashes: a sanitizer report,
+# a FUZZ_CHECK invariant, an uncaught exception, a leak, an input slower than 25 s, more than 2 GiB of RSS.
+#
+# Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
+#   BUILD_DIR: a build configured with -DLAWN_FUZZ=ON (clang), e.g.
+#     CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DLAWN_FUZZ=ON -DLAWN_BUILD_TESTS=OFF -DLAWN_BUILD_BENCH=OFF
+#     cmake --build build-fuzz -j2 --target lawn_fuzzers
+#   TARGET: default all four (start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz).
+# Environment: LAWN_FUZZ_WORK=DIR keeps the run's corpora, logs and crash inputs there (default: a temp dir,
+# removed when every target passed, kept and printed otherwise).
+# A crash input is reproduced with `BUILD_DIR/tests/fuzz/TARGET FILE`; once fixed, commit it into the target's
+# corpus folder so the ctest case fuzz.TARGET.corpus replays it from then on.
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+  exit 2
+fi
+build_dir=$1
+seconds=$2
+shift 2
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz)
+case "$seconds" in ''|*[!0-9]*) echo "run_fuzzers.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2 ;; esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+work=${LAWN_FUZZ_WORK:-$(mktemp -d /tmp/lawn-fuzz.XXXXXX)}
+mkdir -p "$work"
+
+passed=0
+failed=0
+for t in "${targets[@]}"; do
+  bin="$build_dir/tests/fuzz/$t"
+  if [ ! -x "$bin" ]; then
+    echo "$t: FAILED: no binary $bin (configure with -DLAWN_FUZZ=ON and build the target lawn_fuzzers)"
+    failed=$((failed + 1))
+    continue
+  fi
+  dir="$work/$t"
+  rm -rf "$dir"
+  mkdir -p "$dir/corpus"
+  cp -R "$here/corpus/$t/." "$dir/corpus/"
+  start=$(date +%s)
+  status=0
+  "$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$dir/" "$dir/corpus" > "$dir/log" 2>&1 || status=$?
+  elapsed=$(( $(date +%s) - start ))
+  stats=$(grep -E '^stat::(number_of_executed_units|new_units_added)' "$dir/log" | awk '{printf "%s %s  ", $1, $2}' |
+          sed 's/stat:://g')
+  cov=$(grep -oE 'cov: [0-9]+' "$dir/log" | tail -1 || true)
+  if [ "$status" -eq 0 ]; then
+    echo "$t: ok in ${elapsed}s: ${stats}${cov}"
+    passed=$((passed + 1))
+  else
+    echo "$t: FAILED (exit $status) after ${elapsed}s; log $dir/log; end of log:"
+    tail -n 40 "$dir/log" | sed 's/^/    /'
+    for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-*; do
+      [ -e "$a" ] && echo "    input: $a (reproduce: $bin $a)"
+    done
+    failed=$((failed + 1))
+  fi
+done
+
+if [ "$failed" -eq 0 ] && [ -z "${LAWN_FUZZ_WORK:-}" ]; then
+  rm -rf "$work"
+else
+  echo "fuzz work dir kept: $work"
+fi
+echo "fuzzers: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
