@@ -126,6 +126,11 @@ class Runtime {
     uint64_t seconds = 0;  // Consecutive seconds with a backlog that did not shrink.
   };
   absl::flat_hash_map<std::string, SlowWatch> slow_;  // Background thread only.
+  struct RedeliveryLog {
+    uint64_t last_ns = 0;   // When the last redelivery line for the namespace was logged (monotonic).
+    uint64_t unlogged = 0;  // Redeliveries since.
+  };
+  absl::flat_hash_map<std::string, RedeliveryLog> redelivery_log_;  // Background thread only.
   std::thread recovery_thread_;
   std::thread background_thread_;
   std::mutex stop_mu_;

@@ -9,6 +9,12 @@
 
 namespace lawn {
 
+namespace {
+
+constexpr uint64_t kRedeliveryLogPeriodNs = 10'000'000'000;
+
+}  // namespace
+
 void Runtime::Background() {
   const uint64_t ack_timeout = static_cast<uint64_t>(options_.ack_timeout.count());
   // Redelivery needs no finer resolution than a tenth of the ack timeout (at most 100 ms).
@@ -29,8 +35,16 @@ void Runtime::Background() {
       MaybeReleaseHeld(ns.get());
       const size_t redelivered = ns->outbox.ExpireAcks(now);
       if (redelivered > 0) {
-        spdlog::warn("namespace '{}': {} expirations not acked within ack_timeout; redelivering", ns->name(),
-                     redelivered);
+        // At most one line per namespace per 10 s, with the count since the last one: a subscriber that never
+        // acks must not flood the log (lawn_redeliveries_total counts every one).
+        RedeliveryLog& log = redelivery_log_[ns->name()];
+        log.unlogged += redelivered;
+        if (now - log.last_ns >= kRedeliveryLogPeriodNs || log.last_ns == 0) {
+          spdlog::warn("namespace '{}': {} expirations not acked within ack_timeout; redelivering", ns->name(),
+                       log.unlogged);
+          log.unlogged = 0;
+          log.last_ns = now;
+        }
       }
     }
     if (interval_sync && std::chrono::steady_clock::now() - last_sync >= options_.sync_interval) {
@@ -90,6 +104,7 @@ void Runtime::ForgetRetired(std::shared_ptr<NamespaceState> ns) {
   spdlog::debug("namespace '{}' holds nothing; forgotten", ns->name());
   if (metrics_ != nullptr) metrics_->RemoveNamespace(ns->name());
   slow_.erase(ns->name());
+  redelivery_log_.erase(ns->name());
   redeliveries_seen_.erase(ns->name());
   // Each worker drops it from its cache; the last command to finish frees it.
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
