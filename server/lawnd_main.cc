@@ -59,17 +59,19 @@ int main(int argc, char** argv) {
       lawn::SignalPipe::Post(kRecoveryFailed);
     }
   });
-  recovery_watch.detach();
   lawn::SignalPipe::UnblockInThisThread();
   const int signal = lawn::SignalPipe::Wait();
   if (signal == kRecoveryFailed) {
     spdlog::critical("lawnd exits: recovery failed (exit code {})", kExitRecoveryFailed);
-    server.Drain();
-    return kExitRecoveryFailed;
+  } else {
+    spdlog::info("received {}; draining (at most {} ms)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(options->shutdown_timeout).count());
   }
-  spdlog::info("received {}; draining (at most {} ms)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
-               std::chrono::duration_cast<std::chrono::milliseconds>(options->shutdown_timeout).count());
+  // The drain stops the runtime, which ends recovery if it still runs, so the watch returns; it is joined
+  // before the server it reads is destroyed.
   server.Drain();
+  recovery_watch.join();
+  if (signal == kRecoveryFailed) return kExitRecoveryFailed;
   spdlog::info("lawnd stopped");
   return 0;
 }
