@@ -63,9 +63,11 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
 }
 
 double LatenessMs(const v1::Expiration& e) {
-  const std::chrono::nanoseconds late =
-      FromProtoTimestamp(e.fired_at()) - FromProtoTimestamp(e.timer().deadline());
-  return static_cast<double>(late.count()) / 1e6;
+  // From seconds and nanos, in double: the difference of two int64 ns timestamps can overflow int64 (a
+  // deadline in 1678 fired today).
+  const double seconds = static_cast<double>(e.fired_at().seconds()) - static_cast<double>(e.timer().deadline().seconds());
+  const double nanos = static_cast<double>(e.fired_at().nanos()) - static_cast<double>(e.timer().deadline().nanos());
+  return seconds * 1e3 + nanos / 1e6;
 }
 
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {

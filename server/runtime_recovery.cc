@@ -69,7 +69,9 @@ void Runtime::Recover() {
           d.ttl_ns = e.timer.ttl_ns;
           d.interval_ns = e.timer.interval_ns;
           d.attempt = e.attempt;
-          d.late = e.fired_at_unix_ns - e.timer.deadline_unix_ns > static_cast<int64_t>(kLateAfterNs);
+          // In 128 bits: a deadline near the int64 edge (1678) minus now does not fit in 64.
+          d.late = static_cast<__int128>(e.fired_at_unix_ns) - e.timer.deadline_unix_ns >
+                   static_cast<__int128>(kLateAfterNs);
           max_delivery_id = std::max(max_delivery_id, e.delivery_id);
           current.push_back(std::move(d));
           ++expirations;

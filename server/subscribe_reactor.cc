@@ -174,7 +174,8 @@ void SubscribeReactor::TrySend() {
     e->set_late(d.late);
     if (d.attempt == 1 && !handle_->observe) {
       if (Metrics* m = runtime_.metrics()) {
-        const int64_t lateness = TimeBase::WallNowNs() - d.deadline_unix_ns;
+        // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
+        const double lateness = static_cast<double>(TimeBase::WallNowNs()) - static_cast<double>(d.deadline_unix_ns);
         m->expiry_lateness().Observe(lateness > 0 ? static_cast<double>(lateness) * 1e-9 : 0.0);
       }
     }

@@ -44,7 +44,8 @@ for t in "${targets[@]}"; do
   cp -R "$here/corpus/$t/." "$dir/corpus/"
   start=$(date +%s)
   status=0
-  "$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+  # A fixed seed by default (LAWN_FUZZ_SEED overrides): a CI run explores the same inputs in the same order.
+  "$bin" -seed="${LAWN_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$dir/" "$dir/corpus" > "$dir/log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
   stats=$(grep -E '^stat::(number_of_executed_units|new_units_added)' "$dir/log" | awk '{printf "%s %s  ", $1, $2}' |
