@@ -50,7 +50,8 @@ struct ShardOptions {
   uint32_t max_lawn_buckets = 1024;   // Bound on distinct TTLs held in Lawn buckets at once.
   uint32_t lawn_promote_after = 2;    // Sightings of a TTL before its timers go to a Lawn bucket.
   // Keep an index of ids in byte order (a B-tree of 32-bit refs, ~6 bytes per timer and O(log n) compares
-  // per start and delete) so VisitInOrder reads a range instead of scanning every timer.
+  // per start and delete) so VisitInOrder reads a range instead of scanning every timer. Not free: each
+  // compare reads a record, ~2.7 us of CPU per start at a million timers (BENCHMARKS.md section 7).
   bool ordered_index = false;
 };
 
@@ -146,10 +147,11 @@ class Shard {
 
   // Fires every timer due at `now_ns` in the order above, calling `sink` for each; returns the count.
   size_t Advance(uint64_t now_ns, FiredSink sink);
-  // As above, asking `admit` first for each due timer; returns the count of timers reported to `sink`.
+  // As above, asking `admit` first for each due timer; returns the count of firings reported to `sink`
+  // (skipped firings reach `sink` too, with `skipped` set, but are not counted).
   size_t Advance(uint64_t now_ns, AdmitFn admit, FiredSink sink);
   // Offers the timers held in `group`, oldest first, to `admit` again, until it holds one (which stays
-  // first). Returns the count reported to `sink`.
+  // first). Returns the count of firings, as Advance.
   size_t ReleaseHeld(uint16_t group, uint64_t now_ns, AdmitFn admit, FiredSink sink);
   // Timers held now (all groups).
   size_t held() const { return held_count_; }
