@@ -18,34 +18,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A plain HTTP/1.0 GET on loopback; returns the body ("" on failure).
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!write(fd, request.data(), request.size());
-  std::string response;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
-  close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
-}
-
-// The value of the first sample line matching `series` (a regex over "name{labels}"), or -1.
-double Sample(const std::string& text, const std::string& series) {
-  std::smatch m;
-  if (std::regex_search(text, m, std::regex("\n" + series + " ([0-9.e+-]+)"))) return std::stod(m[1]);
-  return -1;
-}
+// Prometheus text helpers shared with the other integration tests (lawnd_process.h).
+double Sample(const std::string& text, const std::string& series) { return MetricSample(text, series); }
 
 // name -> type of every "# TYPE name type" line.
 std::multimap<std::string, std::string> TypeLines(const std::string& text) {
