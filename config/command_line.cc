@@ -1,6 +1,6 @@
 // lawnd's command line: ParseCommandLine, WantsHelp, UsageText (config/config.h).
 //
-// A flag sets the config key of the same name ('-' for '_') through the same parser as the YAML file, so
+// A flag sets the config key of the same name ('-' for '_' and '.') through the same parser as the YAML file, so
 // `--tick 1ms` and `tick: 1ms` accept and reject the same text.
 #include <algorithm>
 #include <optional>
@@ -30,6 +30,11 @@ constexpr Flag kFlags[] = {
     {kConfigFlag, "", "PATH", "YAML config file (see lawn.yaml); without it every key has its default"},
     {"listen", "listen", "ADDR", "gRPC listen address host:port; port 0 picks a free port"},
     {"metrics-listen", "metrics_listen", "ADDR", "Prometheus /metrics address host:port; \"\" disables it"},
+    {"health-listen", "health_listen", "ADDR", "plaintext health-only gRPC address host:port; \"\" = none"},
+    {"tls-cert-file", "tls.cert_file", "FILE", "TLS: server certificate chain (PEM); with --tls-key-file"},
+    {"tls-key-file", "tls.key_file", "FILE", "TLS: server private key (PEM)"},
+    {"tls-client-ca-file", "tls.client_ca_file", "FILE", "mutual TLS: clients need a certificate this CA signed"},
+    {"auth-tokens-file", "auth.tokens_file", "FILE", "tokens and grants (YAML); every call then needs a token"},
     {"data-dir", "data_dir", "DIR", "directory of the on-disk timer store"},
     {"shards", "shards", "N", "number of shards, 0..256; 0 = one per CPU core"},
     {"log-level", "log_level", "LEVEL", "trace, debug, info, warn, error, critical or off"},

@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdint>
 #include <exception>
@@ -18,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/namespace_pattern.h"
 #include "base/status_macros.h"
 #include "config/fields.h"
 #include "config/options.h"
@@ -49,6 +52,101 @@ std::string KnownKeys() {
   return keys;
 }
 
+// True if some key of the table is "<section>.<name>".
+bool IsSection(std::string_view section) {
+  for (const Field& field : Fields()) {
+    if (field.key.size() > section.size() && field.key.substr(0, section.size()) == section &&
+        field.key[section.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string LineOf(const YAML::Node& node) { return std::to_string(node.Mark().line + 1); }
+
+// Parses the `rate_limits:` list (Options::rate_limits documents it).
+absl::Status ApplyRateLimits(const YAML::Node& list, Options& options) {
+  const std::string example =
+      "; write e.g.\n  rate_limits:\n    - namespaces: [\"billing-*\"]\n      starts_per_second: 1000\n"
+      "      burst: 2000";
+  if (!list.IsSequence()) {
+    return absl::InvalidArgumentError(KeyPrefix("rate_limits") + "expected a list, got " + ShapeName(list) +
+                                      example);
+  }
+  options.rate_limits.clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node& item = list[i];
+    const std::string where = KeyPrefix("rate_limits") + "entry " + std::to_string(i + 1) + " (line " +
+                              LineOf(item) + "): ";
+    if (!item.IsMap()) return absl::InvalidArgumentError(where + "expected a map, got " + ShapeName(item) + example);
+    RateLimit limit;
+    bool has_rate = false;
+    for (const auto& entry : item) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const YAML::Node& value = entry.second;
+      if (key == "namespaces") {
+        if (!value.IsSequence() || value.size() == 0) {
+          return absl::InvalidArgumentError(where + "namespaces: expected a non-empty list of patterns");
+        }
+        for (const auto& pattern : value) {
+          const std::string text = pattern.IsScalar() ? pattern.Scalar() : "";
+          if (std::string error = NamespacePatternError(text); !error.empty()) {
+            return absl::InvalidArgumentError(where + "namespaces: " + error);
+          }
+          limit.namespaces.push_back(text);
+        }
+      } else if (key == "starts_per_second") {
+        char* end = nullptr;
+        const std::string text = value.IsScalar() ? value.Scalar() : "";
+        const double rate = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !(rate >= 0.001 && rate <= 1e9)) {
+          return absl::InvalidArgumentError(where + "starts_per_second: \"" + text +
+                                            "\" is not allowed; use a number in 0.001..1000000000");
+        }
+        limit.starts_per_second = rate;
+        has_rate = true;
+      } else if (key == "burst") {
+        const std::string text = value.IsScalar() ? value.Scalar() : "";
+        const bool digits = !text.empty() && text.size() <= 10 &&
+                            text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoull(text) < 1 || std::stoull(text) > 1'000'000'000) {
+          return absl::InvalidArgumentError(where + "burst: \"" + text +
+                                            "\" is not allowed; use a whole number in 1..1000000000");
+        }
+        limit.burst = std::stoull(text);
+      } else {
+        return absl::InvalidArgumentError(where + "unknown key '" + key +
+                                          "'; known keys: namespaces, starts_per_second, burst");
+      }
+    }
+    if (limit.namespaces.empty() || !has_rate) {
+      return absl::InvalidArgumentError(where + "namespaces and starts_per_second are required" + example);
+    }
+    if (limit.burst == 0) limit.burst = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(limit.starts_per_second)));
+    options.rate_limits.push_back(std::move(limit));
+  }
+  return absl::OkStatus();
+}
+
+// Applies one `key: value` of the YAML document (key may be "section.name"); `seen` marks keys already set.
+absl::Status ApplyKey(const std::string& key, const YAML::Node& value, std::vector<bool>& seen, Options& options) {
+  const Field* field = internal::FindField(key);
+  if (field == nullptr) {
+    return absl::InvalidArgumentError("config key '" + key + "' is unknown; known keys: " + KnownKeys());
+  }
+  const size_t index = static_cast<size_t>(field - Fields().data());
+  if (seen[index]) return absl::InvalidArgumentError("config key '" + key + "' appears twice; keep one");
+  seen[index] = true;
+  if (!value.IsScalar()) {
+    const Options defaults;
+    return absl::InvalidArgumentError(KeyPrefix(key) + "expected one value, got " + ShapeName(value) +
+                                      "; write e.g. `" + key + ": " + internal::FieldValueText(*field, defaults) +
+                                      "` (the default)");
+  }
+  return WithPrefix(internal::SetField(*field, value.Scalar(), options), KeyPrefix(key));
+}
+
 // Applies every key of the YAML document `text` over `options`, without Validate(). May throw yaml-cpp's
 // exceptions; ApplyYaml catches them.
 absl::Status ApplyYamlOrThrow(std::string_view text, Options& options) {
@@ -59,28 +157,31 @@ absl::Status ApplyYamlOrThrow(std::string_view text, Options& options) {
   }
   // yaml-cpp keeps both entries of a repeated key; which one wins would be an accident, so refuse.
   std::vector<bool> seen(Fields().size(), false);
+  bool seen_rate_limits = false;
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
-      return absl::InvalidArgumentError("config keys are plain names, but line " +
-                                        std::to_string(entry.first.Mark().line + 1) + " has " +
-                                        ShapeName(entry.first) + " as a key");
+      return absl::InvalidArgumentError("config keys are plain names, but line " + LineOf(entry.first) +
+                                        " has " + ShapeName(entry.first) + " as a key");
     }
     const std::string& key = entry.first.Scalar();
-    const Field* field = internal::FindField(key);
-    if (field == nullptr) {
-      return absl::InvalidArgumentError("config key '" + key + "' is unknown; known keys: " + KnownKeys());
+    if (key == "rate_limits") {
+      if (seen_rate_limits) return absl::InvalidArgumentError("config key 'rate_limits' appears twice; keep one");
+      seen_rate_limits = true;
+      LAWN_RETURN_IF_ERROR(ApplyRateLimits(entry.second, options));
+      continue;
     }
-    const size_t index = static_cast<size_t>(field - Fields().data());
-    if (seen[index]) return absl::InvalidArgumentError("config key '" + key + "' appears twice; keep one");
-    seen[index] = true;
-    const YAML::Node& value = entry.second;
-    if (!value.IsScalar()) {
-      const Options defaults;
-      return absl::InvalidArgumentError(KeyPrefix(key) + "expected one value, got " + ShapeName(value) +
-                                        "; write e.g. `" + key + ": " +
-                                        internal::FieldValueText(*field, defaults) + "` (the default)");
+    if (IsSection(key)) {  // tls:, auth:: a map of the section's keys.
+      if (!entry.second.IsMap()) {
+        return absl::InvalidArgumentError("config section '" + key + "' must be a map of `key: value` lines, not " +
+                                          ShapeName(entry.second));
+      }
+      for (const auto& inner : entry.second) {
+        const std::string inner_key = inner.first.IsScalar() ? inner.first.Scalar() : "?";
+        LAWN_RETURN_IF_ERROR(ApplyKey(key + "." + inner_key, inner.second, seen, options));
+      }
+      continue;
     }
-    LAWN_RETURN_IF_ERROR(WithPrefix(internal::SetField(*field, value.Scalar(), options), KeyPrefix(key)));
+    LAWN_RETURN_IF_ERROR(ApplyKey(key, entry.second, seen, options));
   }
   return absl::OkStatus();
 }
@@ -182,6 +283,18 @@ absl::Status Validate(Options& options) {
         " cannot hold one expiration of max_payload_bytes (" + FormatBytes(options.max_payload_bytes) +
         ") plus 64KiB; raise it or lower max_payload_bytes");
   }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "config keys 'tls.cert_file' and 'tls.key_file': set both (TLS) or neither (plaintext)");
+  }
+  if (!options.tls_client_ca_file.empty() && options.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "config key 'tls.client_ca_file': client certificates need TLS; set tls.cert_file and tls.key_file too");
+  }
+  const bool any_port = options.listen.size() >= 2 && options.listen.compare(options.listen.size() - 2, 2, ":0") == 0;
+  if (!options.health_listen.empty() && options.health_listen == options.listen && !any_port) {
+    return absl::InvalidArgumentError("config key 'health_listen': must differ from listen (" + options.listen + ")");
+  }
   // A payload travels inside a gRPC message with its envelope, so it must be smaller than the message limit.
   if (options.max_payload_bytes >= options.max_message_bytes) {
     return absl::InvalidArgumentError(
@@ -221,6 +334,7 @@ std::string DescribeOptions(const Options& options) {
     }
     line += std::string(field.key) + "=" + value;
   }
+  line += " rate_limits=" + std::to_string(options.rate_limits.size());
   return line;
 }
 

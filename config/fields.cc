@@ -34,6 +34,11 @@ constexpr std::string_view kLogFormats[] = {"text", "json"};
 constexpr Field kFields[] = {
     {"listen", FieldKind::kAddress, &Options::listen},
     {"metrics_listen", FieldKind::kAddressOrEmpty, &Options::metrics_listen},
+    {"health_listen", FieldKind::kAddressOrEmpty, &Options::health_listen},
+    {"tls.cert_file", FieldKind::kPathOrEmpty, &Options::tls_cert_file},
+    {"tls.key_file", FieldKind::kPathOrEmpty, &Options::tls_key_file},
+    {"tls.client_ca_file", FieldKind::kPathOrEmpty, &Options::tls_client_ca_file},
+    {"auth.tokens_file", FieldKind::kPathOrEmpty, &Options::auth_tokens_file},
     {"data_dir", FieldKind::kPath, &Options::data_dir},
     {"shards", FieldKind::kCount, &Options::shards, 0, 256, "(0 = one per CPU core)"},
     {"tick", FieldKind::kDuration, &Options::tick, Nanos(std::chrono::microseconds(1)),
@@ -198,6 +203,7 @@ absl::Status SetField(const Field& field, std::string_view text, Options& option
     case FieldKind::kAddress:
     case FieldKind::kAddressOrEmpty:
     case FieldKind::kPath:
+    case FieldKind::kPathOrEmpty:
     case FieldKind::kChoice:
       options.*std::get<std::string Options::*>(field.member) = std::string(text);
       break;
@@ -266,6 +272,8 @@ absl::Status CheckField(const Field& field, const Options& options) {
     case FieldKind::kPath:
       if (!(options.*std::get<std::string Options::*>(field.member)).empty()) return absl::OkStatus();
       return absl::InvalidArgumentError("an empty path is not allowed; give a directory");
+    case FieldKind::kPathOrEmpty:
+      return absl::OkStatus();
     case FieldKind::kChoice: {
       const std::string& value = options.*std::get<std::string Options::*>(field.member);
       if (std::find(field.choices.begin(), field.choices.end(), value) != field.choices.end()) {
@@ -298,6 +306,7 @@ std::string FieldValueText(const Field& field, const Options& options) {
     case FieldKind::kAddress:
     case FieldKind::kAddressOrEmpty:
     case FieldKind::kPath:
+    case FieldKind::kPathOrEmpty:
     case FieldKind::kChoice:
       return options.*std::get<std::string Options::*>(field.member);
     case FieldKind::kDurability:

@@ -23,6 +23,7 @@ enum class FieldKind {
   kAddress,         // host:port, port 0..65535.
   kAddressOrEmpty,  // host:port, or "" (disabled).
   kPath,            // Any non-empty string.
+  kPathOrEmpty,     // Any string; "" = not set.
   kChoice,          // One of `choices`.
   kCount,           // Unsigned integer in min..max.
   kBytes,           // Byte size (ParseBytes) in min..max.
@@ -32,7 +33,9 @@ enum class FieldKind {
 };
 
 struct Field {
-  std::string_view key;  // The YAML key; its flag, where there is one, spells '_' as '-'.
+  // The YAML key; its flag, where there is one, spells '_' and '.' as '-'. "section.key" is `key` inside the
+  // YAML map `section:` (e.g. tls.cert_file).
+  std::string_view key;
   FieldKind kind;
   std::variant<std::string Options::*, uint32_t Options::*, uint64_t Options::*,
                std::chrono::nanoseconds Options::*, Durability Options::*, bool Options::*>

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lawn {
 
@@ -21,6 +22,17 @@ enum class Durability {
   kMemory,    // "memory": nothing is written to disk; a restart loses every timer.
 };
 
+// One entry of `rate_limits`: starts into a namespace matching one of `namespaces` (exact names, a trailing-*
+// prefix, or "*") are limited by a token bucket of that namespace: `starts_per_second` refill, `burst` size.
+// The first entry that matches a namespace applies; each namespace has its own bucket.
+struct RateLimit {
+  std::vector<std::string> namespaces;
+  double starts_per_second = 0;
+  uint64_t burst = 0;  // 0 in YAML = max(1, starts_per_second rounded up), resolved by the loader.
+
+  friend bool operator==(const RateLimit&, const RateLimit&) = default;
+};
+
 struct Options {
   // gRPC listen address, host:port. Port 0 picks a free port (the server logs the one it got).
   // Default "127.0.0.1:7070".
@@ -29,6 +41,23 @@ struct Options {
   // Prometheus /metrics HTTP address, host:port; port 0 picks a free port. Empty disables the endpoint.
   // Default "127.0.0.1:9464".
   std::string metrics_listen = "127.0.0.1:9464";
+
+  // Plaintext gRPC listener that serves only grpc.health.v1.Health (the same statuses as the main port), for
+  // Kubernetes' native gRPC probes, which speak no TLS. host:port; port 0 picks a free port. "" = none.
+  // Default "".
+  std::string health_listen;
+
+  // TLS on the gRPC port (config section `tls:`): the server's certificate chain and key (PEM files), both or
+  // neither; "" = plaintext. Reloaded when they change on disk (rotation without restart).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // With it, clients must present a certificate signed by this CA (PEM) (mutual TLS). Needs tls_cert_file.
+  std::string tls_client_ca_file;
+
+  // Tokens and their grants (config section `auth:`, key tokens_file; format in README, Security). When set,
+  // every TimerService and AdminService call needs a token or a client certificate the file names; reloaded
+  // when it changes. "" = no authentication (for local use). Default "".
+  std::string auth_tokens_file;
 
   // Directory of the RocksDB store; created if missing. Unused with Durability::kMemory.
   // Default "./lawn-data".
@@ -156,6 +185,10 @@ struct Options {
   // Sightings after which a TTL counts as regular and gets a Lawn bucket (see core/ttl_router.h).
   // Allowed 1..1000. Default 2.
   uint32_t lawn_promote_after = 2;
+
+  // Start rate limits per namespace (config section `rate_limits:`, a list). Empty = no limit. Not a field
+  // of the key table (a list): the YAML loader parses it on its own.
+  std::vector<RateLimit> rate_limits;
 
   friend bool operator==(const Options&, const Options&) = default;
 };

@@ -27,8 +27,8 @@ std::filesystem::path CheckpointsDir(const std::string& data_dir) {
 }  // namespace
 
 AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention,
-                                   Metrics* metrics)
-    : store_(store), data_dir_(std::move(data_dir)), retention_(retention), metrics_(metrics) {
+                                   Metrics* metrics, const Authenticator& auth)
+    : store_(store), data_dir_(std::move(data_dir)), retention_(retention), metrics_(metrics), auth_(auth) {
   if (store_ != nullptr && metrics_ != nullptr) {
     std::error_code ec;
     size_t count = 0;
@@ -40,7 +40,7 @@ AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_di
   }
 }
 
-grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext* context,
                                                              const grpc::ByteBuffer* raw_request,
                                                              grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::CreateCheckpointRequest, v1::CreateCheckpointResponse>(raw_response, nullptr);
@@ -48,8 +48,17 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
     call->Reply(grpc::Status(code, message));
     return call;
   };
+  absl::StatusOr<Caller> caller = auth_.Authenticate(*context, "CreateCheckpoint");
+  if (!caller.ok()) {
+    call->Reply(ToGrpcStatus(caller.status()));
+    return call;
+  }
   if (grpc::Status s = ParseRequest(raw_request, "CreateCheckpoint", &call->request); !s.ok()) {
     call->Reply(s);
+    return call;
+  }
+  if (absl::Status s = auth_.Authorize(*caller, kPermAdmin, "", "CreateCheckpoint"); !s.ok()) {
+    call->Reply(ToGrpcStatus(s));
     return call;
   }
   if (store_ == nullptr) {

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.grpc.pb.h"
+#include "server/auth.h"
 #include "server/raw_call.h"
 
 namespace lawn {
@@ -30,8 +31,9 @@ class AdminServiceImpl final
     : public v1::AdminService::WithRawCallbackMethod_CreateCheckpoint<v1::AdminService::Service> {
  public:
   // `store` is nullptr in `memory` durability; `metrics` may be nullptr; neither is owned. `retention`: how
-  // many checkpoints to keep (0 = all).
-  AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics);
+  // many checkpoints to keep (0 = all). Every call needs the admin permission of `auth` (not owned).
+  AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics,
+                   const Authenticator& auth);
   ~AdminServiceImpl() override { Drain(); }
 
   // Raw: parses `raw_request` as a CreateCheckpointRequest; the answer is serialized into `raw_response`.
@@ -49,6 +51,7 @@ class AdminServiceImpl final
   const std::string data_dir_;
   const uint32_t retention_;
   Metrics* const metrics_;
+  const Authenticator& auth_;
   absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_ ABSL_GUARDED_BY(mu_);  // The last checkpoint's thread; joined before the next starts.

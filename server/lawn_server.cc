@@ -9,6 +9,9 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "server/admin_service.h"
+#include "server/auth.h"
+#include "server/rate_limiter.h"
+#include "server/tls.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/timer_service.h"
@@ -55,6 +58,23 @@ void ApplyServerLimits(const Options& options, grpc::ServerBuilder& builder) {
   builder.SetResourceQuota(quota);
 }
 
+bool IsLoopback(const std::string& listen) {
+  const std::string host = HostOf(listen);
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+// Sets every health status lawnd reports on `server`'s default health service.
+void SetHealth(grpc::Server* server, bool serving, bool alive) {
+  if (server == nullptr) return;
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+  health->SetServingStatus(kServiceName, serving);
+  // For liveness probes: SERVING while recovering or draining; NOT_SERVING after a storage failure, which
+  // only a restart (recovering from disk) clears, so Kubernetes restarts the pod.
+  health->SetServingStatus(kLivenessService, alive);
+}
+
 }  // namespace
 
 LawnServer::LawnServer(const Options& options, StoreOpener open_store)
@@ -82,17 +102,35 @@ absl::Status LawnServer::Start() {
     if (absl::Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
     spdlog::info("metrics on http://{}:{}/metrics", HostOf(options_.metrics_listen), metrics_->port());
   }
+  // Credentials and tokens are checked before anything starts: a bad file stops lawnd with its name.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(options_);
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<Authenticator>> auth = Authenticator::Create(options_.auth_tokens_file, metrics_.get());
+  if (!auth.ok()) return auth.status();
+  auth_ = std::move(*auth);
+  limiter_ = std::make_unique<RateLimiter>(options_.rate_limits, metrics_.get());
+  if (!IsLoopback(options_.listen)) {
+    if (!auth_->enabled()) {
+      spdlog::warn("listening on {} (not loopback) without authentication: any client that reaches it may "
+                   "read, change and delete every timer; set auth.tokens_file", options_.listen);
+    }
+    if (options_.tls_cert_file.empty()) {
+      spdlog::warn("listening on {} (not loopback) without TLS: tokens and payloads cross the network in "
+                   "clear text; set tls.cert_file and tls.key_file", options_.listen);
+    }
+  }
+
   runtime_ = std::make_unique<Runtime>(options_, std::move(store), metrics_.get());
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
-  service_ = std::make_unique<TimerServiceImpl>(*runtime_);
+  service_ = std::make_unique<TimerServiceImpl>(*runtime_, *auth_, *limiter_);
   admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir, options_.checkpoint_retention,
-                                              metrics_.get());
+                                              metrics_.get(), *auth_);
   grpc::EnableDefaultHealthCheckService(true);
   // Linking alone can be dropped by --as-needed; the explicit call keeps reflection registered.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(options_.listen, *credentials, &port_);
   // gRPC sets SO_REUSEPORT by default: a second lawnd on a port in use would start and the kernel would split
   // clients between two processes with different data. Without it, binding a used port fails.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -106,22 +144,35 @@ absl::Status LawnServer::Start() {
     runtime_->Stop();
     return absl::UnavailableError("cannot listen on " + options_.listen + " (config key listen, flag --listen)");
   }
+  if (!options_.health_listen.empty()) {
+    // A server of its own with no service registered: gRPC adds only the default health service, so the
+    // plaintext port answers health checks and nothing else.
+    grpc::ServerBuilder health_builder;
+    health_builder.AddListeningPort(options_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
+    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    health_builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100);
+    health_server_ = health_builder.BuildAndStart();
+    if (health_server_ == nullptr || health_port_ == 0) {
+      server_->Shutdown();
+      runtime_->Stop();
+      return absl::UnavailableError("cannot listen on " + options_.health_listen +
+                                    " (config key health_listen, flag --health-listen)");
+    }
+    spdlog::info("health (plaintext, grpc.health.v1 only) on {}:{}", HostOf(options_.health_listen), health_port_);
+  }
   UpdateHealth();
   runtime_->SetHealthListener([this] { UpdateHealth(); });
-  spdlog::info("lawnd listening on {}:{} (health NOT_SERVING until recovery is done)", HostOf(options_.listen),
-               port_);
+  spdlog::info("lawnd listening on {}:{} ({}{}; health NOT_SERVING until recovery is done)", HostOf(options_.listen),
+               port_, options_.tls_cert_file.empty() ? "plaintext" : options_.tls_client_ca_file.empty() ? "TLS" : "mutual TLS",
+               auth_->enabled() ? ", tokens required" : "");
   return absl::OkStatus();
 }
 
 void LawnServer::UpdateHealth() {
   if (server_ == nullptr) return;
   const bool serving = runtime_->ready() && !runtime_->write_failed() && !draining_.load();
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  health->SetServingStatus(serving);
-  health->SetServingStatus(kServiceName, serving);
-  // For liveness probes: SERVING while recovering or draining; NOT_SERVING after a storage failure, which
-  // only a restart (recovering from disk) clears, so Kubernetes restarts the pod.
-  health->SetServingStatus(kLivenessService, !runtime_->write_failed());
+  SetHealth(server_.get(), serving, !runtime_->write_failed());
+  SetHealth(health_server_.get(), serving, !runtime_->write_failed());
 }
 
 absl::Status LawnServer::WaitUntilRecovered() { return runtime_->WaitUntilReady(); }
@@ -142,8 +193,10 @@ void LawnServer::Drain() {
   // WaitIdle counts each call until gRPC is done sending its answer (UnaryCall::OnDone), so nothing admitted
   // is cut here: shut down at once rather than wait for idle clients to hang up.
   server_->Shutdown(std::chrono::system_clock::now());
+  if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
   runtime_->Stop();
   server_.reset();
+  health_server_.reset();
 }
 
 }  // namespace lawn

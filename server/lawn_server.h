@@ -20,7 +20,9 @@
 namespace lawn {
 
 class AdminServiceImpl;
+class Authenticator;
 class Metrics;
+class RateLimiter;
 class Runtime;
 class TimerServiceImpl;
 
@@ -49,6 +51,8 @@ class LawnServer {
   absl::Status WaitUntilRecovered();
 
   int port() const { return port_; }
+  // The plaintext health listener's port (0 if health_listen is "").
+  int health_port() const { return health_port_; }
   TimerStore* store();
 
  private:
@@ -58,10 +62,14 @@ class LawnServer {
   const StoreOpener open_store_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<TimerServiceImpl> service_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;  // health_listen: grpc.health.v1.Health only, plaintext.
   int port_ = 0;
+  int health_port_ = 0;
   std::atomic<bool> draining_{false};
 };
 

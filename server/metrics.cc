@@ -134,6 +134,15 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                              .Name("lawn_subscribers")
                              .Help("Connected Subscribe streams (work-sharing and observers), by namespace")
                              .Register(*registry_);
+  auth_denials_family_ = &prometheus::BuildCounter()
+                              .Name("lawn_auth_denials_total")
+                              .Help("Calls refused: reason=unauthenticated (no or unknown credentials) or "
+                                    "permission_denied (no grant for that namespace)")
+                              .Register(*registry_);
+  rate_limited_family_ = &prometheus::BuildCounter()
+                              .Name("lawn_rate_limited_total")
+                              .Help("Starts refused by a rate_limits entry, by namespace")
+                              .Register(*registry_);
 }
 
 Metrics::~Metrics() = default;

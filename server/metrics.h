@@ -72,6 +72,11 @@ class Metrics {
   prometheus::Gauge& subscribers(const std::string& ns);
   // Removes a forgotten namespace's series.
   void RemoveNamespace(const std::string& ns);
+  // Calls refused by authentication or authorization, by reason: "unauthenticated", "permission_denied".
+  prometheus::Counter& auth_denials(const std::string& reason) { return auth_denials_family_->Add({{"reason", reason}}); }
+  // Starts refused by a rate_limits entry, by namespace (series removed with the namespace's bucket).
+  prometheus::Counter& rate_limited(const std::string& ns) { return rate_limited_family_->Add({{"namespace", ns}}); }
+  void RemoveRateLimited(const std::string& ns) { rate_limited_family_->Remove(&rate_limited(ns)); }
 
  private:
   struct ShardGauges {
@@ -107,6 +112,8 @@ class Metrics {
   prometheus::Gauge* data_dir_bytes_;
   prometheus::Family<prometheus::Gauge>* outbox_family_;
   prometheus::Family<prometheus::Gauge>* subscribers_family_;
+  prometheus::Family<prometheus::Counter>* auth_denials_family_;
+  prometheus::Family<prometheus::Counter>* rate_limited_family_;
 };
 
 }  // namespace lawn

@@ -42,8 +42,9 @@ class SubscribeReactor::StreamHandle final : public Subscriber {
 
 // ---- SubscribeReactor -------------------------------------------------------------------------------------
 
-SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission)
-    : runtime_(runtime), registry_(registry) {
+SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission,
+                                   Caller caller, const Authenticator& auth)
+    : runtime_(runtime), registry_(registry), caller_(std::move(caller)), auth_(auth) {
   registry_.Add(this);
   const grpc::Status closing = registry_.closing_status();
   if (!closing.ok()) {
@@ -113,6 +114,13 @@ void SubscribeReactor::OnReadDone(bool ok) {
 }
 
 void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
+  // Before anything is looked up: a stream learns nothing about a namespace it may not read.
+  if (absl::Status s = auth_.Authorize(caller_, open.observe() ? kPermObserve : kPermSubscribe, open.namespace_(),
+                                       "Subscribe");
+      !s.ok()) {
+    Close(ToGrpcStatus(s));
+    return;
+  }
   absl::StatusOr<std::string_view> ns_name = ValidateNamespace(open.namespace_());
   if (!ns_name.ok()) {
     Close(ToGrpcStatus(ns_name.status()));

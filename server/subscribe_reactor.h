@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
+#include "server/auth.h"
 #include "server/delivery.h"
 #include "server/stream_registry.h"
 
@@ -31,8 +32,10 @@ class SubscribeReactor;
 
 class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // `admission`: OK, or why new streams are refused now (recovering, draining): the stream ends with it.
-  SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission);
+  // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
+  // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.
+  SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission, Caller caller,
+                   const Authenticator& auth);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -51,6 +54,8 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
 
   Runtime& runtime_;
   StreamRegistry& registry_;
+  const Caller caller_;
+  const Authenticator& auth_;
   // Only touched by the read chain (one read in flight).
   grpc::ByteBuffer read_buf_;
   v1::SubscribeRequest request_;

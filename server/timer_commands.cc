@@ -276,11 +276,15 @@ void StatsCommand::Done(const absl::Status&) {
 void StatsState::Finish() {
   timer.Observe();
   uint64_t pending = 0, outbox = 0, redeliveries = 0;
-  for (auto& s : per_shard) {
-    pending += s.pending_timers();
-    *response->add_shards() = std::move(s);
+  if (all) {
+    for (auto& s : per_shard) {
+      pending += s.pending_timers();
+      *response->add_shards() = std::move(s);
+    }
   }
   for (const std::shared_ptr<NamespaceState>& ns : runtime->namespaces().All()) {
+    if (!all && !caller.Allows(kPermRead, ns->name())) continue;
+    if (!all) pending += ns->pending.load(std::memory_order_relaxed);
     const OutboxCounters c = ns->outbox.Counters();
     v1::NamespaceStats* n = response->add_namespaces();
     n->set_namespace_(ns->name());

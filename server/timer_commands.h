@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.pb.h"
+#include "server/auth.h"
 #include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/shard_command.h"
@@ -115,6 +116,10 @@ class ListCommand final : public ShardCommand {
 
 // GetStats: per-shard counts plus, at the end, namespaces and outboxes.
 struct StatsState {
+  // What the caller may see: every namespace and the per-shard figures (admin, or auth off), or only the
+  // namespaces it may read, with totals over those.
+  bool all = true;
+  Caller caller;
   std::vector<v1::ShardStats> per_shard;
   std::atomic<size_t> remaining{0};
   UnaryCall* call = nullptr;

@@ -122,13 +122,21 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::StartTimerRequest, v1::StartTimerResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "StartTimer");
+  if (!caller.ok()) return Reject(context, call, "StartTimer", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "StartTimer", &call->request); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimer", s);
+  if (absl::Status s = auth_.Authorize(*caller, kPermStart, call->request.namespace_(), "StartTimer"); !s.ok()) {
+    return Reject(context, call, "StartTimer", s);
+  }
   auto batch = std::make_shared<StartBatch>();
   batch->ops.resize(1);
   if (absl::Status s = ParseStart(call->request, runtime_.options(), "", &batch->ops[0]); !s.ok()) {
+    return Reject(context, call, "StartTimer", s);
+  }
+  if (absl::Status s = limiter_.TryTake(call->request.namespace_(), std::chrono::steady_clock::now()); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
   batch->ops[0].out = call->response.mutable_timer();
@@ -147,6 +155,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* raw_request,
                                                         grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "StartTimers");
+  if (!caller.ok()) return Reject(context, call, "StartTimers", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "StartTimers", &call->request); !s.ok()) {
     return Reject(context, call, "StartTimers", s);
   }
@@ -167,9 +177,15 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   std::vector<std::vector<uint32_t>> per_shard(runtime_.shard_count());
   // Results exist before any worker runs: workers fill disjoint elements, never resize the list.
   for (int i = 0; i < n; ++i) response.add_results();
+  const auto now = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     StartOp& op = batch->ops[static_cast<size_t>(i)];
-    op.status = ParseStart(request.timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
+    const std::string& ns = request.timers(i).namespace_();
+    op.status = auth_.Authorize(*caller, kPermStart, ns, "StartTimers");
+    if (op.status.ok()) {
+      op.status = ParseStart(request.timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
+    }
+    if (op.status.ok()) op.status = limiter_.TryTake(ns, now);
     if (!op.status.ok()) continue;
     op.out = response.mutable_results(i)->mutable_timer();
     per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
@@ -200,10 +216,15 @@ grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* raw_request,
                                                         grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::DeleteTimerRequest, v1::DeleteTimerResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "DeleteTimer");
+  if (!caller.ok()) return Reject(context, call, "DeleteTimer", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "DeleteTimer", &call->request); !s.ok()) {
     return Reject(context, call, "DeleteTimer", s);
   }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "DeleteTimer", s);
+  if (absl::Status s = auth_.Authorize(*caller, kPermDelete, call->request.namespace_(), "DeleteTimer"); !s.ok()) {
+    return Reject(context, call, "DeleteTimer", s);
+  }
   absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
   if (!key.ok()) return Reject(context, call, "DeleteTimer", key.status());
   const uint32_t shard = runtime_.ShardFor(*key);
@@ -218,10 +239,16 @@ grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServer
                                                             const grpc::ByteBuffer* raw_request,
                                                             grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::RescheduleTimerRequest, v1::RescheduleTimerResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "RescheduleTimer");
+  if (!caller.ok()) return Reject(context, call, "RescheduleTimer", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "RescheduleTimer", &call->request); !s.ok()) {
     return Reject(context, call, "RescheduleTimer", s);
   }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "RescheduleTimer", s);
+  if (absl::Status s = auth_.Authorize(*caller, kPermDelete, call->request.namespace_(), "RescheduleTimer");
+      !s.ok()) {
+    return Reject(context, call, "RescheduleTimer", s);
+  }
   const v1::RescheduleTimerRequest& request = call->request;
   absl::StatusOr<std::string> key = ParseKey(request.namespace_(), request.id());
   if (!key.ok()) return Reject(context, call, "RescheduleTimer", key.status());
@@ -259,10 +286,15 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext
                                                      const grpc::ByteBuffer* raw_request,
                                                      grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::GetTimerRequest, v1::GetTimerResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "GetTimer");
+  if (!caller.ok()) return Reject(context, call, "GetTimer", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "GetTimer", &call->request); !s.ok()) {
     return Reject(context, call, "GetTimer", s);
   }
   if (absl::Status s = Admit(false); !s.ok()) return Reject(context, call, "GetTimer", s);
+  if (absl::Status s = auth_.Authorize(*caller, kPermRead, call->request.namespace_(), "GetTimer"); !s.ok()) {
+    return Reject(context, call, "GetTimer", s);
+  }
   absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
   if (!key.ok()) return Reject(context, call, "GetTimer", key.status());
   const uint32_t shard = runtime_.ShardFor(*key);
@@ -276,10 +308,15 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::ListTimersRequest, v1::ListTimersResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "ListTimers");
+  if (!caller.ok()) return Reject(context, call, "ListTimers", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "ListTimers", &call->request); !s.ok()) {
     return Reject(context, call, "ListTimers", s);
   }
   if (absl::Status s = Admit(false); !s.ok()) return Reject(context, call, "ListTimers", s);
+  if (absl::Status s = auth_.Authorize(*caller, kPermRead, call->request.namespace_(), "ListTimers"); !s.ok()) {
+    return Reject(context, call, "ListTimers", s);
+  }
   const v1::ListTimersRequest& request = call->request;
   absl::StatusOr<std::string_view> ns = ValidateNamespace(request.namespace_());
   if (!ns.ok()) return Reject(context, call, "ListTimers", ns.status());
@@ -317,6 +354,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
                                                      const grpc::ByteBuffer* raw_request,
                                                      grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::GetStatsRequest, v1::GetStatsResponse>(raw_response, &live_calls_);
+  absl::StatusOr<Caller> caller = Authenticate(context, "GetStats");
+  if (!caller.ok()) return Reject(context, call, "GetStats", caller.status());
   if (grpc::Status s = ParseRequest(raw_request, "GetStats", &call->request); !s.ok()) {
     return Reject(context, call, "GetStats", s);
   }
@@ -324,6 +363,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
     return Reject(context, call, "GetStats", absl::UnavailableError("lawnd is shutting down"));
   }
   auto state = std::make_shared<StatsState>();
+  state->all = caller->Allows(kPermAdmin, "");
+  state->caller = *caller;
   state->per_shard.resize(runtime_.shard_count());
   state->remaining.store(runtime_.shard_count(), std::memory_order_relaxed);
   state->call = call;
@@ -337,9 +378,11 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::Subscribe(
-    grpc::CallbackServerContext*) {
+    grpc::CallbackServerContext* context) {
+  absl::StatusOr<Caller> caller = Authenticate(context, "Subscribe");
   // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
-  return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(Admit(false)));
+  absl::Status admission = caller.ok() ? Admit(false) : caller.status();
+  return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_);
 }
 
 }  // namespace lawn

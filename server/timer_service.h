@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 
+#include "server/auth.h"
+#include "server/rate_limiter.h"
 #include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/runtime.h"
@@ -35,7 +37,9 @@ using TimerServiceBase = v1::TimerService::WithRawCallbackMethod_StartTimer<
 
 class TimerServiceImpl final : public TimerServiceBase {
  public:
-  explicit TimerServiceImpl(Runtime& runtime) : runtime_(runtime) {}
+  // `auth` and `limiter` are not owned and outlive the service.
+  TimerServiceImpl(Runtime& runtime, const Authenticator& auth, RateLimiter& limiter)
+      : runtime_(runtime), auth_(auth), limiter_(limiter) {}
 
   // Ends every Subscribe stream (drain) and refuses new ones with `status`.
   void CloseStreams(const grpc::Status& status) { streams_.CloseAll(status); }
@@ -83,8 +87,14 @@ class TimerServiceImpl final : public TimerServiceBase {
                                    const absl::Status& status);
 
   RequestTimer Track(Rpc rpc);
+  // The authenticated caller, or the UNAUTHENTICATED status to answer.
+  absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* context, const char* method) const {
+    return auth_.Authenticate(*context, method);
+  }
 
   Runtime& runtime_;
+  const Authenticator& auth_;
+  RateLimiter& limiter_;
   StreamRegistry streams_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};  // Unary calls received and not yet answered.

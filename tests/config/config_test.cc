@@ -279,9 +279,9 @@ TEST(ConfigTest, DescribeOptionsListsEveryFieldOnOneLine) {
   const std::string line = DescribeOptions(ResolvedDefaults());
   EXPECT_EQ(line.find('\n'), std::string::npos);
   const std::vector<std::string> keys = AllKeys();
-  EXPECT_EQ(keys.size(), 34u);  // One per Options field; update with options.h.
+  EXPECT_EQ(keys.size(), 40u);  // One per Options field; update with options.h.
   EXPECT_EQ(keys.front(), "listen");
-  EXPECT_EQ(keys.back(), "lawn_promote_after");
+  EXPECT_EQ(keys.back(), "rate_limits");
 }
 
 TEST(ConfigTest, DescribeOptionsShowsValuesInConfigSyntax) {
@@ -317,9 +317,19 @@ TEST(ConfigTest, SampleConfigLoadsAndEqualsTheDefaults) {
 TEST(ConfigTest, SampleConfigSetsEveryKey) {
   const std::string sample = "\n" + ReadAll(LAWN_SAMPLE_CONFIG);
   for (const std::string& key : AllKeys()) {
-    EXPECT_NE(sample.find("\n" + key + ": "), std::string::npos)
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+      EXPECT_NE(sample.find("\n" + key + ": "), std::string::npos)
+          << key << " is missing from " << LAWN_SAMPLE_CONFIG;
+      continue;
+    }
+    // "tls.cert_file" is `cert_file:` indented under `tls:`.
+    const size_t section = sample.find("\n" + key.substr(0, dot) + ":\n");
+    ASSERT_NE(section, std::string::npos) << key << ": no section in " << LAWN_SAMPLE_CONFIG;
+    EXPECT_NE(sample.find("\n  " + key.substr(dot + 1) + ": ", section), std::string::npos)
         << key << " is missing from " << LAWN_SAMPLE_CONFIG;
   }
+  EXPECT_NE(sample.find("\nrate_limits: "), std::string::npos);
 }
 
 TEST(ConfigTest, ReferenceDocumentsEveryKey) {
@@ -328,6 +338,56 @@ TEST(ConfigTest, ReferenceDocumentsEveryKey) {
     EXPECT_NE(reference.find("| `" + key + "` |"), std::string::npos)
         << key << " is missing from " << LAWN_CONFIG_REFERENCE;
   }
+}
+
+
+TEST(ConfigTest, SectionsSetDottedKeys) {
+  absl::StatusOr<Options> options = LoadOptionsFromYaml(
+      "tls:\n  cert_file: /c.pem\n  key_file: /k.pem\n  client_ca_file: /ca.pem\n"
+      "auth:\n  tokens_file: /t.yaml\nhealth_listen: 127.0.0.1:0\n");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->tls_cert_file, "/c.pem");
+  EXPECT_EQ(options->tls_key_file, "/k.pem");
+  EXPECT_EQ(options->tls_client_ca_file, "/ca.pem");
+  EXPECT_EQ(options->auth_tokens_file, "/t.yaml");
+  EXPECT_EQ(options->health_listen, "127.0.0.1:0");
+}
+
+TEST(ConfigTest, SectionErrorsNameTheDottedKey) {
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("tls:\n  cert: /c.pem\n").status(), "config key 'tls.cert' is unknown"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("tls: /c.pem\n").status(), "config section 'tls' must be a map"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("tls:\n  cert_file: /c.pem\n").status(),
+                        "config keys 'tls.cert_file' and 'tls.key_file': set both"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("tls:\n  client_ca_file: /ca.pem\n").status(),
+                        "config key 'tls.client_ca_file': client certificates need TLS"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("tls:\n  cert_file: /a\n  key_file: /b\n  cert_file: /c\n").status(),
+                        "config key 'tls.cert_file' appears twice"));
+}
+
+TEST(ConfigTest, RateLimitsParse) {
+  absl::StatusOr<Options> options = LoadOptionsFromYaml(
+      "rate_limits:\n  - namespaces: [billing, \"billing-*\"]\n    starts_per_second: 1000\n    burst: 2000\n"
+      "  - namespaces: [\"*\"]\n    starts_per_second: 2.5\n");
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->rate_limits.size(), 2u);
+  EXPECT_EQ(options->rate_limits[0].namespaces, (std::vector<std::string>{"billing", "billing-*"}));
+  EXPECT_EQ(options->rate_limits[0].starts_per_second, 1000);
+  EXPECT_EQ(options->rate_limits[0].burst, 2000u);
+  EXPECT_EQ(options->rate_limits[1].starts_per_second, 2.5);
+  EXPECT_EQ(options->rate_limits[1].burst, 3u);  // The rate rounded up.
+}
+
+TEST(ConfigTest, RateLimitErrorsSayWhatIsAllowed) {
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("rate_limits: 5\n").status(), "config key 'rate_limits': expected a list"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("rate_limits:\n  - namespaces: [a]\n").status(),
+                        "namespaces and starts_per_second are required"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("rate_limits:\n  - namespaces: [a]\n    starts_per_second: 0\n").status(),
+                        "starts_per_second: \"0\" is not allowed; use a number in 0.001..1000000000"));
+  EXPECT_TRUE(IsInvalid(LoadOptionsFromYaml("rate_limits:\n  - namespaces: [\"a*b\"]\n    starts_per_second: 1\n").status(),
+                        "namespace pattern 'a*b'"));
+  EXPECT_TRUE(IsInvalid(
+      LoadOptionsFromYaml("rate_limits:\n  - namespaces: [a]\n    starts_per_second: 1\n    bursts: 2\n").status(),
+      "unknown key 'bursts'"));
 }
 
 }  // namespace

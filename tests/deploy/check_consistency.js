@@ -37,7 +37,7 @@ function portNumber(port) {
 function referenceKeys(referenceMd) {
   const section = referenceMd.split(/^### /m).find((s) => s.startsWith('Configuration keys'));
   if (!section) throw new Error('config/REFERENCE.md has no "### Configuration keys" section');
-  const keys = [...section.matchAll(/^\| `([a-z0-9_]+)` \|/gm)].map((m) => m[1]);
+  const keys = [...section.matchAll(/^\| `([a-z0-9_.]+)` \|/gm)].map((m) => m[1]);
   if (keys.length === 0) throw new Error('config/REFERENCE.md: no keys found in the configuration table');
   return new Set(keys);
 }
@@ -300,7 +300,10 @@ async function main() {
 
   const knownKeys = referenceKeys(readText(repoPath(repo, 'config', 'REFERENCE.md')));
   const defaults = parseYaml(readText(repoPath(repo, 'config', 'lawn.yaml')), 'config/lawn.yaml');
-  for (const key of Object.keys(defaults)) {
+  // Sections (tls:, auth:) hold dotted keys: tls.cert_file.
+  const flatKeys = Object.entries(defaults).flatMap(([key, value]) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value).map((k) => `${key}.${k}`) : [key]);
+  for (const key of flatKeys) {
     check.expect(knownKeys.has(key), `config/lawn.yaml key '${key}' is missing from config/REFERENCE.md`);
   }
 

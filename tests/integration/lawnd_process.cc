@@ -236,7 +236,7 @@ int LawndProcess::WaitExit(std::chrono::milliseconds timeout) {
 }
 
 std::shared_ptr<grpc::Channel> LawndProcess::channel() {
-  return grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+  return grpc::CreateChannel(address(), credentials_ != nullptr ? credentials_ : grpc::InsecureChannelCredentials());
 }
 
 std::unique_ptr<v1::TimerService::Stub> LawndProcess::stub() { return v1::TimerService::NewStub(channel()); }

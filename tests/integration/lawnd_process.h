@@ -64,6 +64,8 @@ class LawndProcess {
 
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Credentials of channel() (and so of health checks and stub()): plaintext unless set (TLS tests).
+  void set_credentials(std::shared_ptr<grpc::ChannelCredentials> credentials) { credentials_ = std::move(credentials); }
   std::shared_ptr<grpc::Channel> channel();
   std::unique_ptr<v1::TimerService::Stub> stub();
   // The log written so far.
@@ -74,6 +76,7 @@ class LawndProcess {
   std::string data_dir_;
   std::vector<std::string> extra_args_;
   std::string binary_ = LawndPath();
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::string log_path_;
   pid_t pid_ = -1;
   int port_ = 0;
