@@ -1,30 +1,35 @@
 // Checks that the pieces of the deployment agree with each other and with lawnd itself:
-//   - probes: native gRPC probes on the container's gRPC port; readiness on service "", liveness and startup on
-//     "liveness"; the startup budget covers a long recovery (>= 5 minutes);
+//   - probes: native gRPC probes on the container port "health" (the plaintext health listener); readiness on
+//     service "", liveness and startup on "liveness"; the startup budget covers a long recovery (>= 5 minutes);
 //   - Services: select the pods, and each port lands on a container port of the same number; the headless one
 //     governs the StatefulSet;
-//   - lawn.yaml (the rendered ConfigMap's): listen / metrics_listen ports are the container ports, data_dir is
-//     the data volume's mount path, every key is a lawnd key (config/REFERENCE.md), shards is set and within
-//     the CPU limit, terminationGracePeriodSeconds > shutdown_timeout;
+//   - lawn.yaml (the rendered ConfigMap's): listen / metrics_listen / health_listen ports are the container
+//     ports, data_dir is the data volume's mount path, every key (nested sections flattened: tls.cert_file) is
+//     a lawnd key (config/REFERENCE.md), shards is set and within the CPU limit,
+//     terminationGracePeriodSeconds > shutdown_timeout; TLS and auth are on;
+//   - the TLS and tokens files lawn.yaml names are keys of the operator's Secrets (lib.js OPERATOR_SECRETS),
+//     mounted read-only as directories (no subPath: it would never see a rotation);
+//   - the NetworkPolicy selects the pods and names only container ports: grpc from client-labelled pods only,
+//     metrics from the monitoring namespace only, health open for the kubelet's probes;
 //   - the container's command and args use only flags of `lawnd --help`, and --config names the mounted file;
 //   - security context and resources; the Dockerfile's USER is the pod's runAsUser and its VOLUME is data_dir;
-//   - the real lawnd accepts the rendered lawn.yaml: it runs on it (loopback, port 0, durability memory),
-//     answers health "" and "liveness" with SERVING, serves the metric families the dashboard uses, and drains
-//     to exit 0 on SIGTERM.
+//   - the real lawnd accepts the rendered lawn.yaml: it runs on it (loopback, port 0, durability memory) with
+//     throw-away certificates and a tokens file laid out as the Secrets would be mounted, answers health "",
+//     "liveness" and "lawn.v1.TimerService" with SERVING on the health listener (plaintext) and, when lawnctl
+//     speaks TLS, on the gRPC port over TLS (and refuses a call without a token there), serves the metric
+//     families the dashboard uses, and drains to exit 0 on SIGTERM.
 //
 //   usage: node check_consistency.js KUBECTL REPO_DIR LAWND LAWNCTL
 'use strict';
 
 const childProcess = require('node:child_process');
-const fs = require('node:fs');
-const http = require('node:http');
-const os = require('node:os');
 const path = require('node:path');
 
 const {
-  Checker, findOne, parseCpu, parseDurationSeconds, parseYaml, readText, renderKustomize, repoPath, selects,
+  Checker, OPERATOR_SECRETS, SECRET_FILE_KEYS, findOne, parseCpu, parseDurationSeconds, parseYaml, readText,
+  renderKustomize, repoPath, selects,
 } = require('./lib.js');
-const {ALWAYS_EXPORTED_METRICS} = require('./metrics.js');
+const {runLawnd} = require('./lawnd_run.js');
 
 // ---- Static checks of the rendered objects ------------------------------------------------------------------
 
@@ -34,13 +39,41 @@ function portNumber(port) {
 }
 
 // The keys of lawnd's config: the first column of the table under "### Configuration keys" in REFERENCE.md.
+// A key of a nested section is dotted (`tls.cert_file`).
 function referenceKeys(referenceMd) {
   const section = referenceMd.split(/^### /m).find((s) => s.startsWith('Configuration keys'));
   if (!section) throw new Error('config/REFERENCE.md has no "### Configuration keys" section');
-  const keys = [...section.matchAll(/^\| `([a-z0-9_.]+)` \|/gm)].map((m) => m[1]);
+  const keys = [...section.matchAll(/^\| `([a-z0-9_]+(?:\.[a-z0-9_]+)*)` \|/gm)].map((m) => m[1]);
   if (keys.length === 0) throw new Error('config/REFERENCE.md: no keys found in the configuration table');
   return new Set(keys);
 }
+
+// The keys of a parsed config file, nested sections flattened to dotted keys ({tls: {cert_file}} ->
+// tls.cert_file). A list (rate_limits) or an empty section is one key.
+function configKeys(config, prefix = '') {
+  const keys = [];
+  for (const [key, value] of Object.entries(config || {})) {
+    const dotted = prefix + key;
+    const isSection = value !== null && typeof value === 'object' && !Array.isArray(value);
+    if (isSection && Object.keys(value).length > 0) keys.push(...configKeys(value, `${dotted}.`));
+    else keys.push(dotted);
+  }
+  return keys;
+}
+
+// A key of REFERENCE.md, or a section of some (an empty `tls:`).
+function isKnownKey(key, knownKeys) {
+  return knownKeys.has(key) || [...knownKeys].some((k) => k.startsWith(`${key}.`));
+}
+
+// The value at a dotted key, or undefined.
+function getIn(config, dotted) {
+  return dotted.split('.').reduce((v, k) => (v !== null && typeof v === 'object' ? v[k] : undefined), config);
+}
+
+// The pod label the NetworkPolicy admits to the gRPC port (deploy/README.md tells clients to set it).
+const CLIENT_LABEL = {key: 'lawn.dev/client', value: 'true'};
+const MONITORING_NAMESPACE = 'monitoring';
 
 // The long flags in `lawnd --help`.
 function helpFlags(lawnd) {
@@ -51,7 +84,7 @@ function helpFlags(lawnd) {
 
 function checkContainer(check, sts, container, ports) {
   const spec = sts.spec.template.spec;
-  const grpcPort = ports.get('grpc');
+  const healthPort = ports.get('health');
   const probes = {
     startupProbe: 'liveness',
     livenessProbe: 'liveness',
@@ -60,8 +93,9 @@ function checkContainer(check, sts, container, ports) {
   for (const [probeName, service] of Object.entries(probes)) {
     const probe = container[probeName];
     if (!check.expect(probe && probe.grpc, `container ${container.name}: ${probeName} is not a gRPC probe`)) continue;
-    check.expect(probe.grpc.port === grpcPort,
-                 `${probeName}.grpc.port ${probe.grpc.port} is not the container's grpc port ${grpcPort}`);
+    // The kubelet's gRPC probe speaks no TLS: only the plaintext health listener can answer it.
+    check.expect(probe.grpc.port === healthPort,
+                 `${probeName}.grpc.port ${probe.grpc.port} is not the container's health port ${healthPort}`);
     check.expect((probe.grpc.service || '') === service,
                  `${probeName}.grpc.service is '${probe.grpc.service}', want '${service}'`);
   }
@@ -153,8 +187,8 @@ function checkConfigWiring(check, objects, sts, container, lawndFlags) {
 }
 
 function checkConfig(check, config, sts, container, ports, knownKeys, defaults) {
-  for (const key of Object.keys(config)) {
-    check.expect(knownKeys.has(key), `lawn.yaml key '${key}' is not a lawnd key (config/REFERENCE.md)`);
+  for (const key of configKeys(config)) {
+    check.expect(isKnownKey(key, knownKeys), `lawn.yaml key '${key}' is not a lawnd key (config/REFERENCE.md)`);
   }
   const value = (key) => (config[key] !== undefined ? config[key] : defaults[key]);
   check.expect(portNumber(value('listen')) === ports.get('grpc'),
@@ -162,6 +196,13 @@ function checkConfig(check, config, sts, container, ports, knownKeys, defaults) 
   check.expect(/^(0\.0\.0\.0|\[::\]):/.test(value('listen')), `listen ${value('listen')} is not on every interface`);
   check.expect(portNumber(value('metrics_listen')) === ports.get('metrics'),
                `metrics_listen ${value('metrics_listen')} is not on the container's metrics port ${ports.get('metrics')}`);
+  check.expect(portNumber(value('health_listen')) === ports.get('health'),
+               `health_listen ${value('health_listen')} is not on the container's health port ${ports.get('health')}`);
+  check.expect(/^(0\.0\.0\.0|\[::\]):/.test(value('health_listen')),
+               `health_listen ${value('health_listen')} is not on every interface (the kubelet probes the pod IP)`);
+  check.expect(getIn(config, 'tls.cert_file') && getIn(config, 'tls.key_file'),
+               'TLS is off in lawn.yaml (tls.cert_file, tls.key_file)');
+  check.expect(getIn(config, 'auth.tokens_file'), 'auth is off in lawn.yaml (auth.tokens_file)');
   const annotations = sts.spec.template.metadata.annotations || {};
   check.expect(annotations['prometheus.io/scrape'] === 'true', 'no prometheus.io/scrape: "true" annotation');
   check.expect(Number(annotations['prometheus.io/port']) === ports.get('metrics'),
@@ -186,6 +227,105 @@ function checkConfig(check, config, sts, container, ports, knownKeys, defaults) 
                `terminationGracePeriodSeconds ${grace} is not above shutdown_timeout ${value('shutdown_timeout')}`);
 }
 
+// The files of SECRET_FILE_KEYS that lawn.yaml names: each is a key of one of the operator's Secrets, on a
+// Secret volume mounted read-only as a directory. Every Secret mount of the container is read-only, with no
+// subPath (a subPath mount is a copy that never sees the Secret's updates: no rotation without a restart).
+function checkSecretFiles(check, sts, container, config) {
+  const spec = sts.spec.template.spec;
+  const mounts = container.volumeMounts || [];
+  const volumes = new Map((spec.volumes || []).map((v) => [v.name, v]));
+  for (const key of SECRET_FILE_KEYS) {
+    const file = getIn(config, key);
+    if (file === undefined || file === null || file === '') continue;
+    const under = (m) => String(file) === m.mountPath || String(file).startsWith(`${m.mountPath.replace(/\/$/, '')}/`);
+    const mount = mounts.filter(under).sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    if (!check.expect(mount, `${key} ${file} is not under a volume mount`)) continue;
+    const volume = volumes.get(mount.name);
+    if (!check.expect(volume && volume.secret, `${key} ${file} is on volume '${mount.name}', which is no Secret`)) {
+      continue;
+    }
+    const secretName = volume.secret.secretName;
+    const secret = OPERATOR_SECRETS[secretName];
+    if (!check.expect(secret, `volume '${mount.name}' mounts Secret '${secretName}', which deploy/README.md ` +
+                              `does not make (${Object.keys(OPERATOR_SECRETS).join(', ')})`)) {
+      continue;
+    }
+    // (A subPath mount is refused below; the key is still checked.)
+    const relative = path.posix.join(mount.subPath || '', path.posix.relative(mount.mountPath, String(file)));
+    const items = volume.secret.items;
+    const secretKey = items ? (items.find((i) => i.path === relative) || {}).key : relative;
+    check.expect(secretKey && secret.keys.includes(secretKey),
+                 `${key} ${file}: '${relative}' is no key of Secret ${secretName} (${secret.keys.join(', ')})`);
+    check.expect(volume.secret.optional !== true, `Secret volume '${mount.name}' is optional: lawnd needs ${file}`);
+  }
+  const fsGroup = (spec.securityContext || {}).fsGroup;
+  for (const mount of mounts) {
+    const volume = volumes.get(mount.name);
+    if (!volume || !volume.secret) continue;
+    check.expect(mount.readOnly === true, `Secret volume '${mount.name}' is not mounted readOnly`);
+    check.expect(mount.subPath === undefined && mount.subPathExpr === undefined,
+                 `Secret volume '${mount.name}' is mounted with subPath: it would never see a rotated Secret`);
+    const mode = volume.secret.defaultMode ?? 0o644;
+    check.expect((mode & 0o007) === 0, `Secret volume '${mount.name}': defaultMode 0${mode.toString(8)} lets ` +
+                                       'every user read the keys');
+    // The files belong to root, group fsGroup: lawnd (non-root) reads them through the group.
+    check.expect(fsGroup !== undefined && (mode & 0o040) !== 0,
+                 `Secret volume '${mount.name}': defaultMode 0${mode.toString(8)} with fsGroup ${fsGroup}: ` +
+                 'lawnd (non-root) cannot read the files');
+  }
+}
+
+// The NetworkPolicy that selects the pods: only container ports, each rule with ports (a rule without opens
+// them all); grpc only from client-labelled pods, metrics only from the monitoring namespace, health from
+// anywhere (the kubelet's probes come from the node), and no container port left unreachable.
+function checkNetworkPolicy(check, objects, sts, ports) {
+  const podLabels = sts.spec.template.metadata.labels;
+  const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
+  const selecting = policies.filter((np) => selects((np.spec.podSelector || {}).matchLabels, podLabels));
+  if (!check.expect(selecting.length === 1,
+                    `want one NetworkPolicy selecting the StatefulSet's pods, found ${selecting.length}`)) {
+    return;
+  }
+  const np = selecting[0];
+  const name = `NetworkPolicy/${np.metadata.name}`;
+  check.expect((np.spec.policyTypes || []).includes('Ingress'), `${name}: policyTypes has no Ingress`);
+  const byNumber = new Map([...ports].map(([portName, number]) => [number, portName]));
+  const rulesOf = new Map([...ports.keys()].map((portName) => [portName, []]));
+  for (const [i, rule] of (np.spec.ingress || []).entries()) {
+    if (!check.expect((rule.ports || []).length > 0, `${name}: ingress rule ${i} has no ports: it opens every port`)) {
+      continue;
+    }
+    for (const p of rule.ports) {
+      const portName = typeof p.port === 'string' ? (ports.has(p.port) ? p.port : undefined) : byNumber.get(p.port);
+      if (!check.expect(portName !== undefined, `${name}: ingress rule ${i} port ${p.port} is no container port`)) {
+        continue;
+      }
+      check.expect(p.endPort === undefined, `${name}: ingress rule ${i} port ${p.port} has an endPort (a range)`);
+      check.expect((p.protocol || 'TCP') === 'TCP', `${name}: ingress rule ${i} port ${p.port} is not TCP`);
+      rulesOf.get(portName).push(rule);
+    }
+  }
+  const peersOk = (portName, predicate, want) => {
+    for (const rule of rulesOf.get(portName) || []) {
+      const from = rule.from || [];
+      check.expect(from.length > 0 && from.every(predicate),
+                   `${name}: port ${portName} is open to ${from.length ? JSON.stringify(from) : 'every source'}, ` +
+                   `want ${want} only`);
+    }
+  };
+  const label = (selector, key) => ((selector || {}).matchLabels || {})[key];
+  peersOk('grpc', (peer) => !peer.ipBlock && label(peer.podSelector, CLIENT_LABEL.key) === CLIENT_LABEL.value,
+          `pods labelled ${CLIENT_LABEL.key}: "${CLIENT_LABEL.value}"`);
+  peersOk('metrics',
+          (peer) => !peer.ipBlock && label(peer.namespaceSelector, 'kubernetes.io/metadata.name') === MONITORING_NAMESPACE,
+          `the namespace ${MONITORING_NAMESPACE}`);
+  check.expect((rulesOf.get('health') || []).some((r) => (r.from || []).length === 0),
+               `${name}: the health port is not open to every source: kubelet probes could be refused`);
+  for (const [portName, rules] of rulesOf) {
+    check.expect(rules.length > 0, `${name}: no ingress rule admits container port ${portName}: it is unreachable`);
+  }
+}
+
 // The final stage of the Dockerfile: USER and VOLUME agree with the pod.
 function checkDockerfileAgreement(check, dockerfile, sts, config, defaults) {
   const stages = dockerfile.split(/^FROM\s/m);
@@ -198,89 +338,6 @@ function checkDockerfileAgreement(check, dockerfile, sts, config, defaults) {
   const dataDir = config.data_dir !== undefined ? config.data_dir : defaults.data_dir;
   check.expect(volume.includes(`"${dataDir}"`) || volume.split(/\s+/).includes(dataDir),
                `Dockerfile VOLUME ${volume} does not hold data_dir ${dataDir}`);
-}
-
-// ---- The real lawnd on the rendered config -----------------------------------------------------------------
-
-function get(url, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, {timeout: timeoutMs}, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({status: res.statusCode, body}));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-  });
-}
-
-function health(lawnctl, port, service) {
-  const args = ['--addr', `127.0.0.1:${port}`, '--timeout', '2s', 'health'];
-  if (service !== '') args.push('--service', service);
-  const r = childProcess.spawnSync(lawnctl, args, {encoding: 'utf8', timeout: 10000});
-  return (r.stdout || '').trim();
-}
-
-const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function runLawnd(check, lawnd, lawnctl, configText, shutdownSeconds) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lawn-deploy-check-'));
-  const configFile = path.join(dir, 'lawn.yaml');
-  fs.writeFileSync(configFile, configText);
-  // The rendered file as is, with only what cannot hold on this machine overridden: loopback, port 0, no disk.
-  const args = ['--config', configFile, '--listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0',
-                '--data-dir', path.join(dir, 'data'), '--durability', 'memory'];
-  const child = childProcess.spawn(lawnd, args, {stdio: ['ignore', 'ignore', 'pipe']});
-  let log = '';
-  let exit = null;
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve((exit = {code, signal}))));
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c) => (log += c));
-  try {
-    // Wait (bounded) for the line that names the port, or for the exit a config error causes.
-    let grpcPort = null;
-    for (let waited = 0; waited < 30000 && exit === null && grpcPort === null; waited += 50) {
-      const m = /lawnd listening on 127\.0\.0\.1:([0-9]+)/.exec(log);
-      if (m) grpcPort = Number(m[1]);
-      else await delay(50);
-    }
-    if (exit !== null) {
-      check.fail(`lawnd exited ${exit.code} on the rendered lawn.yaml ` +
-                 `(${exit.code === 2 ? 'config error' : 'start failure'}):\n${log}`);
-      return;
-    }
-    if (!check.expect(grpcPort !== null, `lawnd did not log its listening port within 30 s:\n${log}`)) return;
-    let status = '';
-    for (let waited = 0; waited < 30000 && status !== 'SERVING' && exit === null; waited += 100) {
-      status = health(lawnctl, grpcPort, '');
-      if (status !== 'SERVING') await delay(100);
-    }
-    check.expect(status === 'SERVING', `lawnd health (readiness service "") is '${status}', want SERVING`);
-    check.expect(health(lawnctl, grpcPort, 'liveness') === 'SERVING',
-                 'lawnd health service "liveness" (the liveness probe) is not SERVING');
-
-    const metricsMatch = /metrics on http:\/\/127\.0\.0\.1:([0-9]+)\/metrics/.exec(log);
-    if (check.expect(metricsMatch, `lawnd did not log its /metrics address:\n${log}`)) {
-      const res = await get(`http://127.0.0.1:${metricsMatch[1]}/metrics`, 5000);
-      check.expect(res.status === 200, `GET /metrics answered ${res.status}`);
-      const families = new Set([...res.body.matchAll(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) /gm)].map((m) => m[1]));
-      for (const metric of ALWAYS_EXPORTED_METRICS) {
-        // A counter's TYPE line may name the family without its _total suffix.
-        const found = families.has(metric) || families.has(metric.replace(/_total$/, ''));
-        check.expect(found, `lawnd's /metrics has no ${metric} (used by deploy/grafana/lawn.json)`);
-      }
-    }
-  } finally {
-    if (exit === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), (shutdownSeconds + 5) * 1000);
-      await exited;
-      clearTimeout(timer);
-      check.expect(exit.code === 0, `lawnd exited ${exit.code} (signal ${exit.signal}) after SIGTERM, want 0:\n${log}`);
-    }
-    fs.rmSync(dir, {recursive: true, force: true});
-  }
 }
 
 async function main() {
@@ -296,25 +353,31 @@ async function main() {
   const container = containers.find((c) => c.name === 'lawnd');
   if (!container) throw new Error('the StatefulSet has no container named lawnd');
   const ports = new Map((container.ports || []).map((p) => [p.name, p.containerPort]));
-  check.expect(ports.has('grpc') && ports.has('metrics'), 'the lawnd container needs ports named grpc and metrics');
+  check.expect(ports.has('grpc') && ports.has('metrics') && ports.has('health'),
+               'the lawnd container needs ports named grpc, metrics and health');
 
   const knownKeys = referenceKeys(readText(repoPath(repo, 'config', 'REFERENCE.md')));
   const defaults = parseYaml(readText(repoPath(repo, 'config', 'lawn.yaml')), 'config/lawn.yaml');
-  // Sections (tls:, auth:) hold dotted keys: tls.cert_file.
-  const flatKeys = Object.entries(defaults).flatMap(([key, value]) =>
-    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value).map((k) => `${key}.${k}`) : [key]);
-  for (const key of flatKeys) {
-    check.expect(knownKeys.has(key), `config/lawn.yaml key '${key}' is missing from config/REFERENCE.md`);
+  for (const key of configKeys(defaults)) {
+    check.expect(isKnownKey(key, knownKeys), `config/lawn.yaml key '${key}' is missing from config/REFERENCE.md`);
   }
+  // Nested sections flatten to dotted keys; a list is one key.
+  check.expect(JSON.stringify(configKeys({a: 1, tls: {cert_file: 'x', key_file: 'y'}, rate_limits: [{burst: 1}]})) ===
+               '["a","tls.cert_file","tls.key_file","rate_limits"]', 'configKeys does not flatten as documented');
 
   checkContainer(check, sts, container, ports);
   checkServices(check, objects, sts, ports);
+  checkNetworkPolicy(check, objects, sts, ports);
+  check.expect(readText(repoPath(repo, 'deploy', 'README.md')).includes(`${CLIENT_LABEL.key}: "${CLIENT_LABEL.value}"`),
+               `deploy/README.md does not tell clients to carry the label ${CLIENT_LABEL.key}: "${CLIENT_LABEL.value}"`);
   const wired = checkConfigWiring(check, objects, sts, container, helpFlags(lawnd));
   if (wired) {
     checkConfig(check, wired.config, sts, container, ports, knownKeys, defaults);
+    checkSecretFiles(check, sts, container, wired.config);
     checkDockerfileAgreement(check, readText(repoPath(repo, 'Dockerfile')), sts, wired.config, defaults);
     const shutdown = parseDurationSeconds(wired.config.shutdown_timeout ?? defaults.shutdown_timeout);
-    await runLawnd(check, lawnd, lawnctl, wired.configText, shutdown);
+    await runLawnd(check, {kubectl, repo, lawnd, lawnctl, sts, container, configText: wired.configText,
+                           shutdownSeconds: shutdown});
   }
   check.done();
 }

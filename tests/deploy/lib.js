@@ -97,6 +97,30 @@ function selects(selector, labels) {
   return entries.length > 0 && entries.every(([k, v]) => labels && labels[k] === v);
 }
 
+// The Secrets the operator creates (deploy/README.md, "TLS and tokens"): name -> Secret type and the keys the
+// README's `kubectl create secret` commands put in it. The StatefulSet mounts them; lawn.yaml names their files.
+const OPERATOR_SECRETS = {
+  'lawn-tls': {type: 'kubernetes.io/tls', keys: ['tls.crt', 'tls.key', 'ca.crt']},
+  'lawn-tokens': {type: 'Opaque', keys: ['tokens.yaml']},
+};
+
+// The config keys (dotted: section.key) that name a file lawnd reads from one of those Secrets.
+const SECRET_FILE_KEYS = ['tls.cert_file', 'tls.key_file', 'tls.client_ca_file', 'auth.tokens_file'];
+
+// The Secret `name` of OPERATOR_SECRETS as deploy/README.md's command makes it (kubectl create secret generic
+// ... --dry-run=client: no cluster needed), from `files` (key -> local file).
+function makeOperatorSecret(kubectl, name, files) {
+  const spec = OPERATOR_SECRETS[name];
+  const args = ['create', 'secret', 'generic', name, '--dry-run=client', '-o', 'json'];
+  if (spec.type !== 'Opaque') args.push(`--type=${spec.type}`);
+  for (const key of spec.keys) args.push(`--from-file=${key}=${files[key]}`);
+  const result = childProcess.spawnSync(kubectl, args, {encoding: 'utf8'});
+  if (result.error || result.status !== 0) {
+    throw new Error(`kubectl ${args.join(' ')} failed: ${result.error ? result.error.message : result.stderr}`);
+  }
+  return JSON.parse(result.stdout);
+}
+
 function readText(file) {
   return fs.readFileSync(file, 'utf8');
 }
@@ -106,6 +130,6 @@ function repoPath(repo, ...parts) {
 }
 
 module.exports = {
-  Checker, findOne, parseCpu, parseDurationSeconds, parseYaml, readText, renderKustomize, repoPath,
-  requirePackage, selects,
+  Checker, OPERATOR_SECRETS, SECRET_FILE_KEYS, findOne, makeOperatorSecret, parseCpu, parseDurationSeconds, parseYaml, readText,
+  renderKustomize, repoPath, requirePackage, selects,
 };
