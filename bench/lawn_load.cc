@@ -14,6 +14,8 @@
 // printed anyway), 2 for bad flags.
 //
 // Thread-safety: main thread plus gRPC's callback threads (see load_writer.h, load_precision.h).
+#include <fstream>
+#include <iterator>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -32,7 +34,15 @@ namespace {
 
 // `count` channels to `target`, each its own TCP connection (a local subchannel pool, and an argument that
 // differs per channel, keep gRPC from sharing one connection among them).
-std::vector<std::shared_ptr<grpc::Channel>> MakeChannels(const std::string& target, uint32_t count) {
+std::vector<std::shared_ptr<grpc::Channel>> MakeChannels(const std::string& target, uint32_t count,
+                                                         const std::string& tls_ca) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!tls_ca.empty()) {
+    std::ifstream in(tls_ca);
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    credentials = grpc::SslCredentials(tls);
+  }
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (uint32_t i = 0; i < count; ++i) {
     grpc::ChannelArguments args;
@@ -40,7 +50,7 @@ std::vector<std::shared_ptr<grpc::Channel>> MakeChannels(const std::string& targ
     args.SetInt("lawn_load.channel", static_cast<int>(i));
     args.SetMaxReceiveMessageSize(64 << 20);
     args.SetMaxSendMessageSize(64 << 20);
-    channels.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(grpc::CreateCustomChannel(target, credentials, args));
   }
   return channels;
 }
@@ -62,7 +72,7 @@ int main(int argc, char** argv) {
   lawn::LoadOptions options = *parsed;
   if (options.seed == 0) options.seed = static_cast<uint64_t>(absl::GetCurrentTimeNanos()) | 1;
 
-  const auto channels = MakeChannels(options.target, options.channels);
+  const auto channels = MakeChannels(options.target, options.channels, options.tls_ca);
   for (const auto& channel : channels) {
     if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
       std::fprintf(stderr, "lawn_load: cannot connect to %s within 10 s\n", options.target.c_str());
@@ -99,6 +109,7 @@ int main(int argc, char** argv) {
     config.ttl = options.ttl;
     config.ns = options.ns;
     config.payload_bytes = options.payload_bytes;
+    config.token = options.token;
     config.seed = options.seed;
     config.api = options.api;
     config.cq_threads = options.client_threads;

@@ -72,6 +72,10 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
     o->ns = std::string(value);
   } else if (name == "seed") {
     return ParseUint(name, value, 0, UINT64_MAX, &o->seed);
+  } else if (name == "token") {
+    o->token = std::string(value);
+  } else if (name == "tls-ca") {
+    o->tls_ca = std::string(value);
   } else if (name == "payload-bytes") {
     return ParseUint32(name, value, 0, 1 << 20, &o->payload_bytes);
   } else if (name == "api") {
@@ -162,7 +166,7 @@ const char* LoadUsage() {
   --api cq|callback|blocking: async calls with completion queues drained by --client-threads (2) threads
   of lawn_load's own (default); gRPC's callback API; or one thread per call in flight making blocking calls.
 
-  Other flags: --namespace NAME, --seed N, --payload-bytes N, --preload-batch 1000, --grace 10s.
+  Other flags: --namespace NAME, --seed N, --payload-bytes N, --token TOKEN, --tls-ca CA.pem, --preload-batch 1000, --grace 10s.
 )";
 }
 

@@ -50,6 +50,10 @@ struct LoadOptions {
   bool json = false;
   // Seed of the id and TTL generators; 0 = derived from the time. Default 0.
   uint64_t seed = 0;
+  // Bearer token sent with every call (lawnd with auth.tokens_file). Default none.
+  std::string token;
+  // CA file (PEM) to connect over TLS (lawnd with tls.cert_file); empty = plaintext. Default empty.
+  std::string tls_ca;
   // Payload bytes per timer. Default 0.
   uint32_t payload_bytes = 0;
   // See ClientApi. Default "cq" with 2 threads.

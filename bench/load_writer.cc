@@ -125,6 +125,7 @@ class StartLoad {
   void Fill(Slot& slot, uint32_t timers) {
     slot.timers_in_call = timers;
     slot.context = std::make_unique<grpc::ClientContext>();
+    if (!config_.token.empty()) slot.context->AddMetadata("authorization", "Bearer " + config_.token);
     if (config_.unary) {
       slot.rng.FillId(slot.unary_request.mutable_id());
       slot.unary_response.Clear();

@@ -29,6 +29,7 @@ struct StartLoadConfig {
   std::chrono::nanoseconds ttl{0};       // Every timer's TTL.
   std::string ns;
   uint32_t payload_bytes = 0;
+  std::string token;  // Sent as `authorization: Bearer <token>` unless empty.
   uint64_t seed = 1;
   ClientApi api = ClientApi::kCompletionQueue;
   uint32_t cq_threads = 2;  // With kCompletionQueue.
