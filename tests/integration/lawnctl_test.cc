@@ -139,6 +139,13 @@ class LawnctlTest : public ::testing::Test {
     args.insert(args.begin(), {"--addr", lawnd_->address()});
     return std::make_unique<Lawnctl>(dir_.path(), std::move(args));
   }
+  // tests/testing/make_certs.sh's throw-away certificates, in a folder of the test's temp dir it returns.
+  std::string MakeCerts() {
+    const std::string certs = dir_.path() + "/certs";
+    const std::string command = std::string("bash ") + LAWN_MAKE_CERTS + " " + certs;
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return certs;
+  }
   template <typename Message>
   static Message ParseJson(const std::string& line) {
     Message m;
@@ -346,9 +353,7 @@ TEST_F(LawnctlTest, SubscribeRunsUntilSigtermAndExitsZero) {
 // UNAUTHENTICATED, with one lacking the permission PERMISSION_DENIED (both exit 1); a plaintext lawnctl
 // cannot reach the TLS port; a --tls-* file that cannot be read is a usage error (exit 2) naming the file.
 TEST_F(LawnctlTest, TlsAndTokenAgainstASecuredLawnd) {
-  const std::string certs = dir_.path() + "/certs";
-  const std::string make_certs = std::string("bash ") + LAWN_MAKE_CERTS + " " + certs;
-  ASSERT_EQ(std::system(make_certs.c_str()), 0) << make_certs;
+  const std::string certs = MakeCerts();
   constexpr char kToken[] = "cli-token-0123456789";        // Granted start, delete, read in "cli-sec".
   constexpr char kReaderToken[] = "cli-reader-0123456789";  // Granted read in "cli-sec" only.
   const std::string tokens = WriteFile(dir_.path() + "/tokens.yaml", R"(tokens:
@@ -421,6 +426,50 @@ TEST_F(LawnctlTest, TlsAndTokenAgainstASecuredLawnd) {
   r = RunRaw(with_tls({"--json", "list", "-n", "cli-sec"}), {{"LAWN_TOKEN", kToken}});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ParseJson<v1::ListTimersResponse>(Lines(r.out).at(0)).timers_size(), 1) << r.out;
+}
+
+// lawnctl with --tls-cert / --tls-key against lawnd with tls.client_ca_file: the certificate's subject is the
+// identity (no token needed); without a certificate the handshake fails (UNAVAILABLE, exit 5).
+TEST_F(LawnctlTest, MutualTlsClientCertificateIsTheIdentity) {
+  const std::string certs = MakeCerts();
+  const std::string tokens = WriteFile(dir_.path() + "/tokens.yaml", R"(tokens:
+  - name: billing-cert
+    subject: billing-client
+    grants:
+      - namespaces: ["billing"]
+        permissions: [start, read]
+)");
+  lawnd_ = std::make_unique<LawndProcess>(
+      dir_.path() + "/data",
+      std::vector<std::string>{"--tls-cert-file", certs + "/server.crt", "--tls-key-file",
+                               certs + "/server.key", "--tls-client-ca-file", certs + "/ca.crt",
+                               "--auth-tokens-file", tokens});
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadAll(certs + "/ca.crt");
+  ssl.pem_cert_chain = ReadAll(certs + "/client.crt");
+  ssl.pem_private_key = ReadAll(certs + "/client.key");
+  lawnd_->set_credentials(grpc::SslCredentials(ssl));
+  lawnd_->Start();
+
+  const std::vector<std::string> tls = {"--addr", lawnd_->address(), "--tls-ca", certs + "/ca.crt"};
+  const auto with = [&](std::vector<std::string> flags, std::vector<std::string> args) {
+    flags.insert(flags.begin(), tls.begin(), tls.end());
+    flags.insert(flags.end(), args.begin(), args.end());
+    return flags;
+  };
+  const std::vector<std::string> client_cert = {"--tls-cert", certs + "/client.crt", "--tls-key",
+                                                certs + "/client.key"};
+  Result r = RunRaw(with(client_cert, {"start", "m", "-n", "billing", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunRaw(with(client_cert, {"start", "m", "-n", "orders", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lawnctl: PERMISSION_DENIED: ", 0), 0u) << r.err;
+  r = RunRaw(with({}, {"get", "m", "-n", "billing"}));
+  EXPECT_EQ(r.code, 5) << r.err;
+  // A certificate from another CA is no better than none.
+  r = RunRaw(with({"--tls-cert", certs + "/other-client.crt", "--tls-key", certs + "/other-client.key"},
+                  {"get", "m", "-n", "billing"}));
+  EXPECT_EQ(r.code, 5) << r.err;
 }
 
 }  // namespace
