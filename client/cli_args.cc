@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "client/cat.h"
+#include "client/client_security.h"
 
 namespace lawn {
 namespace {
@@ -48,6 +49,14 @@ absl::Status SetDuration(std::string_view value, std::optional<std::chrono::nano
   return absl::OkStatus();
 }
 
+// A --tls-* FILE flag: a non-empty path, and TLS on.
+absl::Status SetTlsPath(std::string_view value, std::string& out, CliArgs& args) {
+  if (value.empty()) return absl::InvalidArgumentError("an empty path; use FILE (PEM)");
+  out = std::string(value);
+  args.tls = true;
+  return absl::OkStatus();
+}
+
 template <typename Int>
 absl::Status SetInteger(std::string_view value, uint64_t max, Int& out) {
   absl::StatusOr<uint64_t> n = ParseCountArg(value, max);
@@ -75,6 +84,24 @@ constexpr FlagSpec kFlags[] = {
        if (*d <= std::chrono::nanoseconds::zero()) return absl::InvalidArgumentError("must be more than 0");
        a.timeout = *d;
        return absl::OkStatus();
+     }},
+    {"tls-ca", "", "FILE", kGlobal,
+     [](std::string_view v, CliArgs& a) { return SetTlsPath(v, a.tls_ca, a); }},
+    {"tls-cert", "", "FILE", kGlobal,
+     [](std::string_view v, CliArgs& a) { return SetTlsPath(v, a.tls_cert, a); }},
+    {"tls-key", "", "FILE", kGlobal,
+     [](std::string_view v, CliArgs& a) { return SetTlsPath(v, a.tls_key, a); }},
+    {"tls-server-name", "", "NAME", kGlobal,
+     [](std::string_view v, CliArgs& a) {
+       if (v.empty()) return absl::InvalidArgumentError("an empty name; use the name in lawnd's certificate");
+       a.tls_server_name = std::string(v);
+       a.tls = true;
+       return absl::OkStatus();
+     }},
+    {"token", "", "TOKEN", kGlobal,
+     [](std::string_view v, CliArgs& a) {
+       a.token = std::string(v);  // "" = send none, even with $LAWN_TOKEN set.
+       return ValidateToken(v);
      }},
     {"namespace", "n", "NS", kWithNamespace,
      [](std::string_view v, CliArgs& a) {
@@ -187,9 +214,11 @@ int ExitCodeFor(absl::StatusCode code) {
   }
 }
 
-absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr) {
+absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr,
+                                     std::string_view default_token) {
   CliArgs out;
   out.addr = std::string(default_addr);
+  out.token = std::string(default_token);
   const CommandSpec* command = nullptr;
   std::vector<FlagValue> flags;
   std::vector<std::string> positionals;
@@ -243,6 +272,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::
   if (command == nullptr) return UsageError("missing command");
   out.command = command->command;
 
+  bool token_flag = false;
   for (const FlagValue& f : flags) {
     if ((f.flag->commands & Bit(out.command)) == 0) {
       return UsageError(Cat("flag ", f.spelled, " does not apply to '", command->name, "'"));
@@ -250,6 +280,15 @@ absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::
     if (absl::Status s = f.flag->set(f.value, out); !s.ok()) {
       return UsageError(Cat(f.spelled, ": ", s.message()));
     }
+    token_flag = token_flag || f.flag->name == "token";
+  }
+  if (!token_flag) {
+    if (absl::Status s = ValidateToken(out.token); !s.ok())
+      return UsageError(Cat("$LAWN_TOKEN: ", s.message()));
+  }
+  if (out.tls_cert.empty() != out.tls_key.empty()) {
+    return UsageError(out.tls_cert.empty() ? "--tls-key needs --tls-cert FILE too (both or neither)"
+                                           : "--tls-cert needs --tls-key FILE too (both or neither)");
   }
 
   if (command->takes_id) {
@@ -270,7 +309,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::
 }
 
 std::string UsageText() {
-  return R"(Usage: lawnctl [--addr HOST:PORT] [--json] [--timeout DUR] <command> [arguments]
+  return R"(Usage: lawnctl [--addr HOST:PORT] [--json] [--timeout DUR] [security flags] <command> [arguments]
 
 lawnctl talks to lawnd, the lawn timer daemon.
 
@@ -306,6 +345,17 @@ Global flags (before or after the command):
   --timeout DUR      deadline of each call (default 10s); subscribe streams have none
   -h, --help         print this help
 
+Security flags (global; TLS is on when any --tls-* flag is given, plaintext otherwise):
+  --tls-ca FILE      CA certificate(s), PEM, that lawnd's certificate must chain to; without it, gRPC's
+                     default roots (the system's, or $GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
+  --tls-cert FILE    client certificate, PEM, for mutual TLS (lawnd's tls.client_ca_file); needs --tls-key
+  --tls-key FILE     the client certificate's private key, PEM; needs --tls-cert
+  --tls-server-name NAME
+                     check lawnd's certificate for NAME instead of the host in --addr (to connect by IP
+                     to a certificate issued for a DNS name)
+  --token TOKEN      bearer token sent with every call (default: $LAWN_TOKEN; --token= sends none).
+                     A flag's value is visible to other users in `ps`: prefer $LAWN_TOKEN.
+
   -n, --namespace NS   the namespace; default "default"
   Flags take their value as the next argument or after '=' (--ttl=5s). After "--" every argument is
   positional, for ids that start with '-'.
@@ -316,12 +366,14 @@ Deadlines: RFC 3339 with a zone: 2025-01-31T12:00:00Z, 2025-01-31T13:00:00.250+0
 Exit codes:
   0  success
   1  other error (and health: not SERVING)
-  2  usage error
+  2  usage error, or a --tls-* file that cannot be read
   3  NOT_FOUND
   4  ALREADY_EXISTS
   5  UNAVAILABLE or DEADLINE_EXCEEDED (lawnd unreachable)
   6  INVALID_ARGUMENT
   7  RESOURCE_EXHAUSTED
+Without a valid token lawnd answers UNAUTHENTICATED, and PERMISSION_DENIED when the token lacks the
+permission for the namespace (both exit 1).
 Errors are printed to stderr as "lawnctl: <CODE>: <message>".
 )";
 }

@@ -24,7 +24,7 @@ inline constexpr std::string_view kDefaultLawnAddr = "127.0.0.1:7070";
 // Exit codes (also listed in UsageText).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // Anything else, including health other than SERVING.
-inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUsage = 2;  // Also a --tls-* file lawnctl cannot read.
 inline constexpr int kExitNotFound = 3;
 inline constexpr int kExitAlreadyExists = 4;
 inline constexpr int kExitUnavailable = 5;  // UNAVAILABLE or DEADLINE_EXCEEDED: lawnd unreachable.
@@ -43,6 +43,14 @@ struct CliArgs {
   std::string addr;                                             // --addr HOST:PORT.
   bool json = false;                                            // --json.
   std::chrono::nanoseconds timeout = std::chrono::seconds(10);  // --timeout: deadline of each unary call.
+  // Security. TLS is on when any --tls-* flag is given; without --tls-ca, lawnd's certificate is checked
+  // against gRPC's default (system) roots. Paths are read by lawnctl's main, not by the parser.
+  bool tls = false;
+  std::string tls_ca;           // --tls-ca FILE: PEM roots for lawnd's certificate.
+  std::string tls_cert;         // --tls-cert FILE: client certificate (PEM); set together with tls_key.
+  std::string tls_key;          // --tls-key FILE: its private key (PEM).
+  std::string tls_server_name;  // --tls-server-name NAME: checked against lawnd's certificate.
+  std::string token;            // --token, else $LAWN_TOKEN; "" = none. Visible ASCII only.
 
   // Command arguments; each is set only for the commands that take it.
   std::string ns;  // -n / --namespace; "" = lawnd's "default". All commands but health and stats.
@@ -64,10 +72,12 @@ struct CliArgs {
 };
 
 // Parses lawnctl's arguments (argv without argv[0]). `default_addr` is used when there is no --addr (main
-// passes $LAWN_ADDR or kDefaultLawnAddr). --help / -h / `help` anywhere give command kHelp. Every error is
-// INVALID_ARGUMENT with a message naming the offending argument and what is allowed; lawnctl exits
-// kExitUsage.
-absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr);
+// passes $LAWN_ADDR or kDefaultLawnAddr), `default_token` when there is no --token (main passes $LAWN_TOKEN;
+// a --token flag wins, even an empty one). --help / -h / `help` anywhere give command kHelp. Every error is
+// INVALID_ARGUMENT with a message naming the offending argument and what is allowed (never a token's
+// value); lawnctl exits kExitUsage.
+absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::string_view default_addr,
+                                     std::string_view default_token = {});
 
 // lawnctl --help.
 std::string UsageText();

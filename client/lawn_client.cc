@@ -1,5 +1,7 @@
 #include "client/lawn_client.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "client/grpc_status.h"
@@ -18,12 +20,33 @@ absl::StatusOr<v1::Timer> TimerOrError(const grpc::Status& status, Response& res
 
 }  // namespace
 
-std::unique_ptr<LawnClient> LawnClient::Connect(const std::string& target, const ClientOptions& options) {
+absl::Status ValidateClientOptions(const ClientOptions& options) {
+  if (absl::Status s = ValidateToken(options.token); !s.ok()) return s;
+  if (options.tls.has_value()) return ValidateClientTls(*options.tls);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LawnClient>> LawnClient::Create(const std::string& target,
+                                                               const ClientOptions& options) {
+  if (absl::Status s = ValidateClientOptions(options); !s.ok()) return s;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
+  // GRPC_SSL_TARGET_NAME_OVERRIDE_ARG: the name checked against lawnd's certificate (and sent as SNI).
+  if (options.tls.has_value() && !options.tls->server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls->server_name);
+  }
   return std::make_unique<LawnClient>(
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args), options);
+      grpc::CreateCustomChannel(target, ChannelCredentialsFor(options.tls), args), options);
+}
+
+std::unique_ptr<LawnClient> LawnClient::Connect(const std::string& target, const ClientOptions& options) {
+  absl::StatusOr<std::unique_ptr<LawnClient>> client = Create(target, options);
+  if (!client.ok()) {
+    std::fprintf(stderr, "LawnClient::Connect: %s\n", client.status().ToString().c_str());
+    std::abort();  // A broken REQUIRES: the caller passed options it had not validated.
+  }
+  return *std::move(client);
 }
 
 LawnClient::LawnClient(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
@@ -33,6 +56,7 @@ void LawnClient::PrepareContext(grpc::ClientContext& context) const {
   if (options_.timeout > std::chrono::nanoseconds::zero()) {
     context.set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
+  AddBearerToken(options_.token, context);
 }
 
 absl::StatusOr<v1::Timer> LawnClient::StartTimer(const v1::StartTimerRequest& request) {
@@ -178,7 +202,7 @@ absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {
 std::unique_ptr<Subscription> LawnClient::Subscribe(
     const std::string& ns, SubscribeOptions options,
     std::function<void(const v1::Expiration&)> on_expiration) {
-  return std::make_unique<Subscription>(channel_, ns, options, std::move(on_expiration));
+  return std::make_unique<Subscription>(channel_, ns, options, std::move(on_expiration), options_.token);
 }
 
 }  // namespace lawn

@@ -1,5 +1,10 @@
 // LawnClient: the C++ client of lawnd, a thin layer over the generated lawn.v1.TimerService stub.
 //
+// Security (issue 10): ClientOptions::tls makes the channel TLS (mutual TLS with a client certificate), and
+// ClientOptions::token goes out as `authorization: Bearer <token>` metadata on every call, Subscribe streams
+// and health checks included. lawnd answers UNAUTHENTICATED without a valid token and PERMISSION_DENIED when
+// the token lacks the permission for the namespace; both come back as those codes.
+//
 // Every unary method makes one blocking RPC with ClientOptions::timeout as its deadline and returns lawnd's
 // answer, or lawnd's error as an absl::Status with the same canonical code and message (NOT_FOUND,
 // ALREADY_EXISTS, INVALID_ARGUMENT, ...). Transport failures come back as UNAVAILABLE (lawnd unreachable;
@@ -19,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/client_security.h"
 #include "client/subscription.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -34,18 +40,35 @@ struct ClientOptions {
   // Largest message sent or received, in bytes; -1 for no limit. lawnd's own limit is its max_message_bytes
   // (default 4MiB).
   int max_message_bytes = 4 * 1024 * 1024;
+  // Bearer token sent with every call (see client/client_security.h); empty: none. Visible ASCII only.
+  std::string token;
+  // TLS settings; nullopt: plaintext (insecure) channel. Used by Connect / Create only: a LawnClient made
+  // over an existing channel keeps that channel's credentials.
+  std::optional<ClientTls> tls;
 };
+
+// OK, or INVALID_ARGUMENT naming what is wrong: a bad token (ValidateToken) or bad TLS settings
+// (ValidateClientTls).
+absl::Status ValidateClientOptions(const ClientOptions& options);
 
 // grpc.health.v1 serving status: UNKNOWN, SERVING, NOT_SERVING, SERVICE_UNKNOWN.
 using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
 
 class LawnClient {
  public:
-  // A client of lawnd at `target` (a gRPC target: "host:port", "dns:///host:port", "unix:/path"), over an
-  // insecure channel. Connects lazily: an unreachable lawnd shows up as UNAVAILABLE on the first call.
+  // A client of lawnd at `target` (a gRPC target: "host:port", "dns:///host:port", "unix:/path"), over a
+  // channel made from `options` (plaintext unless options.tls is set). Connects lazily: an unreachable lawnd,
+  // or a failed TLS handshake (unknown CA, wrong server name), shows up as UNAVAILABLE on the first call.
+  // INVALID_ARGUMENT when ValidateClientOptions(options) fails.
+  static absl::StatusOr<std::unique_ptr<LawnClient>> Create(const std::string& target,
+                                                            const ClientOptions& options = {});
+  // Create for options known to be valid (the defaults are: plaintext, no token).
+  // REQUIRES: ValidateClientOptions(options).ok(); aborts with the message otherwise. Options read from
+  // configuration or a command line go through Create, which returns the error instead.
   static std::unique_ptr<LawnClient> Connect(const std::string& target, const ClientOptions& options = {});
 
-  // A client over an existing channel (custom credentials, in-process servers in tests).
+  // A client over an existing channel (custom credentials, in-process servers in tests). options.token is
+  // still sent with every call; options.tls is ignored. REQUIRES: ValidateToken(options.token).ok().
   explicit LawnClient(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options = {});
 
   LawnClient(const LawnClient&) = delete;
@@ -102,7 +125,7 @@ class LawnClient {
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
  private:
-  // A context with the call deadline set.
+  // A context with the call deadline and the token set.
   void PrepareContext(grpc::ClientContext& context) const;
 
   const ClientOptions options_;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -164,14 +165,35 @@ int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_sign
   return kExitOk;
 }
 
+// The client's options from the command line; reads the --tls-* files. Errors name the file.
+absl::StatusOr<ClientOptions> ClientOptionsFor(const CliArgs& args) {
+  ClientOptions options;
+  options.timeout = args.timeout;
+  options.token = args.token;
+  if (args.tls) {
+    absl::StatusOr<ClientTls> tls =
+        LoadClientTls(args.tls_ca, args.tls_cert, args.tls_key, args.tls_server_name);
+    if (!tls.ok()) return tls.status();
+    options.tls = *std::move(tls);
+  }
+  return options;
+}
+
 int Run(const CliArgs& args, const sigset_t& stop_signals) {
   if (args.command == CliCommand::kHelp) {
     std::fputs(UsageText().c_str(), stdout);
     return kExitOk;
   }
-  ClientOptions options;
-  options.timeout = args.timeout;
-  std::unique_ptr<LawnClient> client = LawnClient::Connect(args.addr, options);
+  // A TLS file that cannot be read or is not PEM is a configuration error: the usage exit code, as for a bad
+  // flag, rather than the code the errno maps to (NOT_FOUND would read as "no such timer").
+  absl::StatusOr<ClientOptions> options = ClientOptionsFor(args);
+  absl::StatusOr<std::unique_ptr<LawnClient>> created =
+      options.ok() ? LawnClient::Create(args.addr, *options) : options.status();
+  if (!created.ok()) {
+    std::fprintf(stderr, "lawnctl: %s\n", std::string(created.status().message()).c_str());
+    return kExitUsage;
+  }
+  const std::unique_ptr<LawnClient>& client = *created;
   switch (args.command) {
     case CliCommand::kStart:
       return Start(args, *client);
@@ -208,8 +230,10 @@ int Run(const CliArgs& args, const sigset_t& stop_signals) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_addr = std::getenv("LAWN_ADDR");
+  const char* env_token = std::getenv("LAWN_TOKEN");
   const absl::StatusOr<lawn::CliArgs> parsed =
-      lawn::ParseCliArgs(args, env_addr != nullptr && *env_addr != '\0' ? env_addr : lawn::kDefaultLawnAddr);
+      lawn::ParseCliArgs(args, env_addr != nullptr && *env_addr != '\0' ? env_addr : lawn::kDefaultLawnAddr,
+                         env_token != nullptr ? env_token : "");
   if (!parsed.ok()) {
     std::fprintf(stderr, "lawnctl: %s\nRun 'lawnctl --help' for usage.\n",
                  std::string(parsed.status().message()).c_str());

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/time/time.h"
+#include "client/client_security.h"
 #include "client/grpc_status.h"
 
 namespace lawn {
@@ -15,13 +16,14 @@ constexpr uint32_t kDefaultMaxInFlight = 100;
 }  // namespace
 
 Subscription::Subscription(std::shared_ptr<grpc::Channel> channel, std::string ns, SubscribeOptions options,
-                           Callback on_expiration)
+                           Callback on_expiration, std::string_view token)
     : stub_(v1::TimerService::NewStub(std::move(channel))),
       namespace_(std::move(ns)),
       options_(options),
       buffer_limit_(options.max_in_flight == 0 ? kDefaultMaxInFlight : options.max_in_flight),
       ack_batch_limit_(std::max<size_t>(1, buffer_limit_ / 2)),
       on_expiration_(std::move(on_expiration)) {
+  AddBearerToken(token, context_);  // Before the dispatcher starts the call with context_.
   dispatcher_ = std::thread([this] { Dispatch(); });
 }
 

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -55,10 +56,12 @@ class Subscription {
   // How long a graceful Stop waits for lawnd to end the stream before cancelling it.
   static constexpr std::chrono::milliseconds kStopGrace{2000};
 
-  // Starts the stream on `channel` (shared, so the subscription may outlive the LawnClient that made it).
-  // Returns at once; connection and `open` errors arrive through Wait.
+  // Starts the stream on `channel` (shared, so the subscription may outlive the LawnClient that made it),
+  // with `authorization: Bearer <token>` metadata unless `token` is empty (client/client_security.h). Returns
+  // at once; connection, `open` and auth errors (UNAUTHENTICATED, PERMISSION_DENIED) arrive through Wait.
+  // REQUIRES: ValidateToken(token).ok().
   Subscription(std::shared_ptr<grpc::Channel> channel, std::string ns, SubscribeOptions options,
-               Callback on_expiration);
+               Callback on_expiration, std::string_view token = {});
   // Stop(). REQUIRES: not called from the callback.
   ~Subscription();
 

@@ -178,6 +178,90 @@ TEST(ParseCliArgsTest, HelpWinsOverMissingArguments) {
   }
 }
 
+// ---- Security flags
+// ----------------------------------------------------------------------------------------
+
+TEST(ParseCliArgsTest, WithoutSecurityFlagsTheConnectionIsPlaintextWithoutToken) {
+  absl::StatusOr<CliArgs> a = Parse({"stats"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->tls);
+  EXPECT_EQ(a->tls_ca, "");
+  EXPECT_EQ(a->tls_cert, "");
+  EXPECT_EQ(a->tls_key, "");
+  EXPECT_EQ(a->tls_server_name, "");
+  EXPECT_EQ(a->token, "");
+}
+
+TEST(ParseCliArgsTest, SecurityFlagsAreGlobalAndReadTheirValues) {
+  absl::StatusOr<CliArgs> a = Parse({"--tls-ca", "/etc/ca.crt", "get", "x", "--tls-cert=/c.crt", "--tls-key",
+                                     "/c.key", "--tls-server-name", "lawn.example", "--token", "s3cr3t"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->tls);
+  EXPECT_EQ(a->tls_ca, "/etc/ca.crt");
+  EXPECT_EQ(a->tls_cert, "/c.crt");
+  EXPECT_EQ(a->tls_key, "/c.key");
+  EXPECT_EQ(a->tls_server_name, "lawn.example");
+  EXPECT_EQ(a->token, "s3cr3t");
+  for (const char* command : {"health", "stats", "list", "subscribe"}) {
+    EXPECT_TRUE(Parse({command, "--tls-ca", "ca.crt", "--token", "t"}).ok()) << command;
+  }
+}
+
+TEST(ParseCliArgsTest, AnyTlsFlagTurnsTlsOnAndACaIsNotRequired) {
+  // Without --tls-ca lawnctl checks lawnd's certificate against gRPC's default (system) roots.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"stats", "--tls-ca", "ca.crt"},
+                                             {"stats", "--tls-cert", "c.crt", "--tls-key", "c.key"},
+                                             {"stats", "--tls-server-name", "lawn.example"}}) {
+    absl::StatusOr<CliArgs> a = Parse(args);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_TRUE(a->tls) << args[1];
+  }
+}
+
+TEST(ParseCliArgsTest, ClientCertificateAndKeyComeTogether) {
+  EXPECT_NE(ParseError({"stats", "--tls-cert", "c.crt"}).find("--tls-cert needs --tls-key FILE"),
+            std::string::npos);
+  EXPECT_NE(
+      ParseError({"stats", "--tls-ca", "ca.crt", "--tls-key", "c.key"}).find("--tls-key needs --tls-cert"),
+      std::string::npos);
+}
+
+TEST(ParseCliArgsTest, EmptyTlsValuesAreRejected) {
+  EXPECT_NE(ParseError({"stats", "--tls-ca="}).find("--tls-ca: an empty path"), std::string::npos);
+  EXPECT_NE(ParseError({"stats", "--tls-server-name", ""}).find("--tls-server-name: an empty name"),
+            std::string::npos);
+}
+
+TEST(ParseCliArgsTest, TokenComesFromTheEnvironmentUnlessTheFlagIsGiven) {
+  absl::StatusOr<CliArgs> env = ParseCliArgs({"stats"}, kAddr, "from-env");
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->token, "from-env");
+  absl::StatusOr<CliArgs> flag = ParseCliArgs({"stats", "--token", "from-flag"}, kAddr, "from-env");
+  ASSERT_TRUE(flag.ok()) << flag.status();
+  EXPECT_EQ(flag->token, "from-flag");
+  // An empty flag also wins: it sends no token although $LAWN_TOKEN is set.
+  absl::StatusOr<CliArgs> none = ParseCliArgs({"stats", "--token="}, kAddr, "from-env");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->token, "");
+}
+
+TEST(ParseCliArgsTest, ATokenThatCannotBeAHeaderIsRejectedWithoutBeingShown) {
+  const std::string flag_error = ParseError({"stats", "--token", "top secret"});
+  EXPECT_NE(flag_error.find("--token: token: byte 3 is 0x20"), std::string::npos) << flag_error;
+  EXPECT_EQ(flag_error.find("secret"), std::string::npos) << flag_error;
+
+  absl::StatusOr<CliArgs> env = ParseCliArgs({"stats"}, kAddr, "secret\n");
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(env.status().message().find("$LAWN_TOKEN: token: byte 6 is 0x0a"), std::string::npos)
+      << env.status();
+  EXPECT_EQ(env.status().message().find("secret"), std::string::npos) << env.status();
+
+  // A valid flag replaces a bad environment value, so the latter does not matter.
+  EXPECT_TRUE(ParseCliArgs({"stats", "--token", "good"}, kAddr, "bad token").ok());
+}
+
 TEST(ExitCodeForTest, MapsTheDocumentedCodes) {
   EXPECT_EQ(ExitCodeFor(absl::StatusCode::kOk), 0);
   EXPECT_EQ(ExitCodeFor(absl::StatusCode::kNotFound), 3);
@@ -192,9 +276,28 @@ TEST(ExitCodeForTest, MapsTheDocumentedCodes) {
 
 TEST(UsageTextTest, DocumentsCommandsAndExitCodes) {
   const std::string usage = UsageText();
-  for (const char* needle :
-       {"start <id>", "delete <id>", "get <id>", "reschedule <id>", "list", "subscribe", "health", "stats",
-        "LAWN_ADDR", "127.0.0.1:7070", "5  UNAVAILABLE", "7  RESOURCE_EXHAUSTED", "2  usage error"}) {
+  for (const char* needle : {"start <id>",
+                             "delete <id>",
+                             "get <id>",
+                             "reschedule <id>",
+                             "list",
+                             "subscribe",
+                             "health",
+                             "stats",
+                             "LAWN_ADDR",
+                             "127.0.0.1:7070",
+                             "5  UNAVAILABLE",
+                             "7  RESOURCE_EXHAUSTED",
+                             "2  usage error",
+                             "--tls-ca FILE",
+                             "--tls-cert FILE",
+                             "--tls-key FILE",
+                             "--tls-server-name NAME",
+                             "--token TOKEN",
+                             "$LAWN_TOKEN",
+                             "`ps`",
+                             "UNAUTHENTICATED",
+                             "PERMISSION_DENIED"}) {
     EXPECT_NE(usage.find(needle), std::string::npos) << needle;
   }
 }

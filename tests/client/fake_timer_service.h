@@ -1,5 +1,6 @@
 // FakeTimerService: a scripted lawn.v1.TimerService for client tests, and FakeServer, a real gRPC server on
-// 127.0.0.1 port 0 that serves it (plus gRPC's default health service).
+// 127.0.0.1 port 0 that serves it (plus gRPC's default health service), plaintext or TLS. The fake records
+// the `authorization` metadata of each call it answers.
 //
 // Thread-safety: the fake's recorded requests are guarded by its mutex; set the script fields (expirations,
 // window, end) before the server is started.
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -32,8 +34,9 @@ class FakeTimerService final : public v1::TimerService::Service {
   size_t window = 100;
   StreamEnd end = StreamEnd::kWhenAllAcked;
 
-  grpc::Status StartTimer(grpc::ServerContext*, const v1::StartTimerRequest* request,
+  grpc::Status StartTimer(grpc::ServerContext* context, const v1::StartTimerRequest* request,
                           v1::StartTimerResponse* response) override {
+    RecordAuthorization(*context);
     absl::MutexLock lock(&mu_);
     last_start_ = *request;
     v1::Timer* timer = response->mutable_timer();
@@ -44,8 +47,9 @@ class FakeTimerService final : public v1::TimerService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status StartTimers(grpc::ServerContext*, const v1::StartTimersRequest* request,
+  grpc::Status StartTimers(grpc::ServerContext* context, const v1::StartTimersRequest* request,
                            v1::StartTimersResponse* response) override {
+    RecordAuthorization(*context);
     for (const v1::StartTimerRequest& r : request->timers()) {
       v1::StartTimerResult* result = response->add_results();
       if (r.id() == "taken") {
@@ -58,13 +62,15 @@ class FakeTimerService final : public v1::TimerService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetTimer(grpc::ServerContext*, const v1::GetTimerRequest* request,
+  grpc::Status GetTimer(grpc::ServerContext* context, const v1::GetTimerRequest* request,
                         v1::GetTimerResponse*) override {
+    RecordAuthorization(*context);
     return grpc::Status(grpc::StatusCode::NOT_FOUND, "no timer '" + request->id() + "'");
   }
 
-  grpc::Status RescheduleTimer(grpc::ServerContext*, const v1::RescheduleTimerRequest* request,
+  grpc::Status RescheduleTimer(grpc::ServerContext* context, const v1::RescheduleTimerRequest* request,
                                v1::RescheduleTimerResponse* response) override {
+    RecordAuthorization(*context);
     absl::MutexLock lock(&mu_);
     last_reschedule_ = *request;
     response->mutable_timer()->set_id(request->id());
@@ -72,8 +78,9 @@ class FakeTimerService final : public v1::TimerService::Service {
   }
 
   grpc::Status Subscribe(
-      grpc::ServerContext*,
+      grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::SubscribeResponse, v1::SubscribeRequest>* stream) override {
+    RecordAuthorization(*context);
     v1::SubscribeRequest request;
     if (!stream->Read(&request) || !request.has_open()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "open first");
@@ -111,6 +118,11 @@ class FakeTimerService final : public v1::TimerService::Service {
     }
   }
 
+  // The `authorization` values of the calls answered so far, in order ("" for a call without one).
+  std::vector<std::string> authorizations() {
+    absl::MutexLock lock(&mu_);
+    return authorizations_;
+  }
   v1::StartTimerRequest last_start() {
     absl::MutexLock lock(&mu_);
     return last_start_;
@@ -140,7 +152,15 @@ class FakeTimerService final : public v1::TimerService::Service {
   }
 
  private:
+  void RecordAuthorization(const grpc::ServerContext& context) {
+    const auto& metadata = context.client_metadata();
+    const auto it = metadata.find("authorization");
+    absl::MutexLock lock(&mu_);
+    authorizations_.push_back(it == metadata.end() ? "" : std::string(it->second.data(), it->second.size()));
+  }
+
   absl::Mutex mu_;
+  std::vector<std::string> authorizations_ ABSL_GUARDED_BY(mu_);
   v1::StartTimerRequest last_start_ ABSL_GUARDED_BY(mu_);
   v1::RescheduleTimerRequest last_reschedule_ ABSL_GUARDED_BY(mu_);
   v1::SubscribeRequest::Open open_ ABSL_GUARDED_BY(mu_);
@@ -149,13 +169,15 @@ class FakeTimerService final : public v1::TimerService::Service {
   int sent_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A gRPC server on 127.0.0.1, port 0, with the fake and the default health service.
+// A gRPC server on 127.0.0.1, port 0, with the fake and the default health service; plaintext unless
+// `credentials` say otherwise.
 class FakeServer {
  public:
-  explicit FakeServer(FakeTimerService& service) {
+  explicit FakeServer(FakeTimerService& service, std::shared_ptr<grpc::ServerCredentials> credentials =
+                                                     grpc::InsecureServerCredentials()) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port_);
     builder.RegisterService(&service);
     server_ = builder.BuildAndStart();
   }

@@ -1,5 +1,5 @@
-// LawnClient's unary calls against FakeTimerService on a real gRPC server: status mapping and request
-// building. lawnd itself is covered by tests/integration/.
+// LawnClient's unary calls against FakeTimerService on a real gRPC server: status mapping, request building
+// and the bearer token. lawnd itself is covered by tests/integration/; TLS by lawn_client_tls_test.cc.
 #include "client/lawn_client.h"
 
 #include <arpa/inet.h>
@@ -126,6 +126,58 @@ TEST(LawnClientTest, HealthReportsServingAndUnknownServices) {
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(*status, grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(client->Health("no.such.Service").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(LawnClientTest, SendsTheTokenAsBearerMetadataOnEveryCallAndStream) {
+  FakeTimerService service;
+  service.expirations = 1;
+  FakeServer server(service);
+  ClientOptions options;
+  options.token = "tok-123";
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address(), options);
+  ASSERT_TRUE(client->StartTimer("ns", "id", seconds(1)).ok());
+  ASSERT_TRUE(client->StartTimers({v1::StartTimerRequest()}).ok());
+  ASSERT_TRUE(client->RescheduleTimer("ns", "id", seconds(2)).ok());
+  EXPECT_EQ(client->GetTimer("ns", "id").status().code(), absl::StatusCode::kNotFound);
+  std::unique_ptr<Subscription> subscription = client->Subscribe("ns", {}, [](const v1::Expiration&) {});
+  EXPECT_TRUE(subscription->Wait().ok());  // The fake ends the stream once its one expiration is acked.
+  EXPECT_EQ(service.authorizations(), std::vector<std::string>(5, "Bearer tok-123"));
+}
+
+TEST(LawnClientTest, SendsNoAuthorizationWithoutAToken) {
+  FakeTimerService service;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  ASSERT_TRUE(client->StartTimer("ns", "id", seconds(1)).ok());
+  std::unique_ptr<Subscription> subscription = client->Subscribe("ns", {}, [](const v1::Expiration&) {});
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.authorizations(), std::vector<std::string>(2, ""));
+}
+
+TEST(LawnClientTest, AClientOverAGivenChannelSendsTheTokenToo) {
+  FakeTimerService service;
+  FakeServer server(service);
+  ClientOptions options;
+  options.token = "tok-456";
+  LawnClient client(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), options);
+  ASSERT_TRUE(client.StartTimer("ns", "id", seconds(1)).ok());
+  EXPECT_EQ(service.authorizations(), std::vector<std::string>{"Bearer tok-456"});
+}
+
+TEST(LawnClientTest, CreateRefusesOptionsThatCannotMakeAChannel) {
+  ClientOptions bad_token;
+  bad_token.token = "two words";
+  absl::StatusOr<std::unique_ptr<LawnClient>> client = LawnClient::Create("127.0.0.1:1", bad_token);
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.status().message().find("words"), std::string::npos) << client.status();
+
+  ClientOptions half_pair;
+  half_pair.tls.emplace().cert_pem = "-----BEGIN CERTIFICATE-----\n";
+  client = LawnClient::Create("127.0.0.1:1", half_pair);
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(client.status().message().find("needs its key"), std::string::npos) << client.status();
+
+  EXPECT_TRUE(LawnClient::Create("127.0.0.1:1").ok());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "google/protobuf/util/json_util.h"
@@ -45,10 +46,13 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// One lawnctl child process.
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// One lawnctl child process; `env` is set in its environment ($LAWN_ADDR and $LAWN_TOKEN are cleared first).
 class Lawnctl {
  public:
-  Lawnctl(const std::string& dir, std::vector<std::string> args) : out_(dir + "/out"), err_(dir + "/err") {
+  Lawnctl(const std::string& dir, std::vector<std::string> args, const Env& env = {})
+      : out_(dir + "/out"), err_(dir + "/err") {
     static int counter = 0;
     out_ += std::to_string(counter);
     err_ += std::to_string(counter++);
@@ -64,6 +68,8 @@ class Lawnctl {
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
       ::unsetenv("LAWN_ADDR");
+      ::unsetenv("LAWN_TOKEN");
+      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
       execv(argv[0], argv.data());
       _exit(127);
     }
@@ -124,14 +130,21 @@ class LawnctlTest : public ::testing::Test {
     args.insert(args.begin(), {"--addr", lawnd_->address()});
     return RunRaw(std::move(args));
   }
-  Result RunRaw(std::vector<std::string> args) {
-    Lawnctl child(dir_.path(), std::move(args));
+  Result RunRaw(std::vector<std::string> args, const Env& env = {}) {
+    Lawnctl child(dir_.path(), std::move(args), env);
     const int code = child.Wait();
     return {code, child.out(), child.err()};
   }
   std::unique_ptr<Lawnctl> Spawn(std::vector<std::string> args) {
     args.insert(args.begin(), {"--addr", lawnd_->address()});
     return std::make_unique<Lawnctl>(dir_.path(), std::move(args));
+  }
+  // tests/testing/make_certs.sh's throw-away certificates, in a folder of the test's temp dir it returns.
+  std::string MakeCerts() {
+    const std::string certs = dir_.path() + "/certs";
+    const std::string command = std::string("bash ") + LAWN_MAKE_CERTS + " " + certs;
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return certs;
   }
   template <typename Message>
   static Message ParseJson(const std::string& line) {
@@ -333,6 +346,130 @@ TEST_F(LawnctlTest, SubscribeRunsUntilSigtermAndExitsZero) {
   ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub_, "live").subscribers() == 1; }, kWait));
   ASSERT_EQ(lawnd_->Stop(SIGTERM), 0);
   EXPECT_EQ(sub->Wait(), 5) << sub->err();
+}
+
+// lawnctl against a lawnd with TLS (tests/testing/make_certs.sh's throw-away certificates) and a tokens file:
+// --tls-ca and the token get a call through, from --token or $LAWN_TOKEN; without a token lawnd answers
+// UNAUTHENTICATED, with one lacking the permission PERMISSION_DENIED (both exit 1); a plaintext lawnctl
+// cannot reach the TLS port; a --tls-* file that cannot be read is a usage error (exit 2) naming the file.
+TEST_F(LawnctlTest, TlsAndTokenAgainstASecuredLawnd) {
+  const std::string certs = MakeCerts();
+  constexpr char kToken[] = "cli-token-0123456789";        // Granted start, delete, read in "cli-sec".
+  constexpr char kReaderToken[] = "cli-reader-0123456789";  // Granted read in "cli-sec" only.
+  const std::string tokens = WriteFile(dir_.path() + "/tokens.yaml", R"(tokens:
+  - name: cli
+    sha256: 8adad2ac6345574506397da9ca20a2017e5cca355f85240f68d0334d36be3ac2  # sha256 of kToken
+    grants:
+      - namespaces: ["cli-sec"]
+        permissions: [start, delete, read]
+  - name: cli-reader
+    sha256: 026c21b7663fee4894b66fb8943635a3831b138626e7ee18ecc89b31a02e7f95  # sha256 of kReaderToken
+    grants:
+      - namespaces: ["cli-sec"]
+        permissions: [read]
+)");
+  lawnd_ = std::make_unique<LawndProcess>(
+      dir_.path() + "/data",
+      std::vector<std::string>{"--tls-cert-file", certs + "/server.crt", "--tls-key-file",
+                               certs + "/server.key", "--auth-tokens-file", tokens});
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadAll(certs + "/ca.crt");
+  lawnd_->set_credentials(grpc::SslCredentials(ssl));  // For Start's wait for SERVING.
+  lawnd_->Start();
+  const std::vector<std::string> tls = {"--addr", lawnd_->address(), "--tls-ca", certs + "/ca.crt"};
+  const auto with_tls = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), tls.begin(), tls.end());
+    return args;
+  };
+  // Health needs no token.
+  Result r = RunRaw(with_tls({"health"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "SERVING\n");
+
+  r = RunRaw(with_tls({"--token", kToken, "start", "a", "-n", "cli-sec", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunRaw(with_tls({"get", "a", "-n", "cli-sec"}), {{"LAWN_TOKEN", kToken}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("cli-sec"), std::string::npos) << r.out;
+
+  r = RunRaw(with_tls({"start", "b", "-n", "cli-sec", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lawnctl: UNAUTHENTICATED: ", 0), 0u) << r.err;
+  // An empty --token overrides $LAWN_TOKEN: no token.
+  r = RunRaw(with_tls({"--token=", "start", "b", "-n", "cli-sec", "--ttl", "1h"}), {{"LAWN_TOKEN", kToken}});
+  EXPECT_EQ(r.err.rfind("lawnctl: UNAUTHENTICATED: ", 0), 0u) << r.err;
+  r = RunRaw(with_tls({"--token", kReaderToken, "start", "b", "-n", "cli-sec", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lawnctl: PERMISSION_DENIED: ", 0), 0u) << r.err;
+
+  // By IP with the name in the certificate given explicitly; then a name the certificate does not carry.
+  r = RunRaw(with_tls({"--tls-server-name", "localhost", "--token", kToken, "get", "a", "-n", "cli-sec"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunRaw(
+      with_tls({"--tls-server-name", "elsewhere.example", "--token", kToken, "get", "a", "-n", "cli-sec"}));
+  EXPECT_EQ(r.code, 5) << r.err;
+  // Plaintext to the TLS port, and TLS with a CA that did not sign lawnd's certificate: UNAVAILABLE.
+  r = RunRaw({"--addr", lawnd_->address(), "--token", kToken, "get", "a", "-n", "cli-sec"});
+  EXPECT_EQ(r.code, 5) << r.err;
+  r = RunRaw({"--addr", lawnd_->address(), "--tls-ca", certs + "/other-ca.crt", "--token", kToken, "get", "a",
+              "-n", "cli-sec"});
+  EXPECT_EQ(r.code, 5) << r.err;
+
+  r = RunRaw({"--addr", lawnd_->address(), "--tls-ca", certs + "/missing.crt", "health"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(certs + "/missing.crt"), std::string::npos) << r.err;
+  r = RunRaw(with_tls({"--tls-cert", certs + "/client.crt", "health"}));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--tls-key"), std::string::npos) << r.err;
+
+  // Only the granted start went through.
+  r = RunRaw(with_tls({"--json", "list", "-n", "cli-sec"}), {{"LAWN_TOKEN", kToken}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson<v1::ListTimersResponse>(Lines(r.out).at(0)).timers_size(), 1) << r.out;
+}
+
+// lawnctl with --tls-cert / --tls-key against lawnd with tls.client_ca_file: the certificate's subject is the
+// identity (no token needed); without a certificate the handshake fails (UNAVAILABLE, exit 5).
+TEST_F(LawnctlTest, MutualTlsClientCertificateIsTheIdentity) {
+  const std::string certs = MakeCerts();
+  const std::string tokens = WriteFile(dir_.path() + "/tokens.yaml", R"(tokens:
+  - name: billing-cert
+    subject: billing-client
+    grants:
+      - namespaces: ["billing"]
+        permissions: [start, read]
+)");
+  lawnd_ = std::make_unique<LawndProcess>(
+      dir_.path() + "/data",
+      std::vector<std::string>{"--tls-cert-file", certs + "/server.crt", "--tls-key-file",
+                               certs + "/server.key", "--tls-client-ca-file", certs + "/ca.crt",
+                               "--auth-tokens-file", tokens});
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadAll(certs + "/ca.crt");
+  ssl.pem_cert_chain = ReadAll(certs + "/client.crt");
+  ssl.pem_private_key = ReadAll(certs + "/client.key");
+  lawnd_->set_credentials(grpc::SslCredentials(ssl));
+  lawnd_->Start();
+
+  const std::vector<std::string> tls = {"--addr", lawnd_->address(), "--tls-ca", certs + "/ca.crt"};
+  const auto with = [&](std::vector<std::string> flags, std::vector<std::string> args) {
+    flags.insert(flags.begin(), tls.begin(), tls.end());
+    flags.insert(flags.end(), args.begin(), args.end());
+    return flags;
+  };
+  const std::vector<std::string> client_cert = {"--tls-cert", certs + "/client.crt", "--tls-key",
+                                                certs + "/client.key"};
+  Result r = RunRaw(with(client_cert, {"start", "m", "-n", "billing", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunRaw(with(client_cert, {"start", "m", "-n", "orders", "--ttl", "1h"}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lawnctl: PERMISSION_DENIED: ", 0), 0u) << r.err;
+  r = RunRaw(with({}, {"get", "m", "-n", "billing"}));
+  EXPECT_EQ(r.code, 5) << r.err;
+  // A certificate from another CA is no better than none.
+  r = RunRaw(with({"--tls-cert", certs + "/other-client.crt", "--tls-key", certs + "/other-client.key"},
+                  {"get", "m", "-n", "billing"}));
+  EXPECT_EQ(r.code, 5) << r.err;
 }
 
 }  // namespace

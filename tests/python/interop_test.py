@@ -10,9 +10,12 @@ Usage: /usr/bin/python3 interop_test.py --lawnd PATH --proto-dir DIR [unittest a
 
 Each test class starts its own lawnd on 127.0.0.1 port 0 in a tempfile.mkdtemp directory and stops it with
 SIGTERM (expecting exit status 0); tests in a class share that lawnd, so each uses its own namespace.
+SecurityTest runs its lawnd with TLS (throw-away certificates from tests/testing/make_certs.sh, made with
+openssl at test time) and a tokens file, and talks to it through grpc.ssl_channel_credentials.
 """
 
 import argparse
+import hashlib
 import importlib
 import os
 import queue
@@ -99,14 +102,14 @@ class Lawnd:
 
     _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 
-    def __init__(self, lawnd_path, data_dir):
+    def __init__(self, lawnd_path, data_dir, extra_args=()):
         self._lines = []
         self._lock = threading.Lock()
         self._port_found = threading.Event()
         self.port = None
         self.proc = subprocess.Popen(
             [lawnd_path, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--metrics-listen", "",
-             "--shards", "2"],
+             "--shards", "2"] + list(extra_args),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -183,13 +186,22 @@ class LawndTestCase(unittest.TestCase):
     """Starts one lawnd per class (SERVING before any test runs) and opens a channel to it."""
 
     @classmethod
+    def lawnd_args(cls):
+        """Extra lawnd flags; called once cls.tmp exists, so a subclass may write files there."""
+        return []
+
+    @classmethod
+    def open_channel(cls, port):
+        return grpc.insecure_channel("127.0.0.1:%d" % port)
+
+    @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="lawn-pyinterop-")
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
-        cls.lawnd = Lawnd(ARGS.lawnd, os.path.join(cls.tmp, "data"))
+        cls.lawnd = Lawnd(ARGS.lawnd, os.path.join(cls.tmp, "data"), cls.lawnd_args())
         cls.addClassCleanup(cls.lawnd.stop)
         port = cls.lawnd.wait_port(STARTUP_TIMEOUT_S)
-        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+        cls.channel = cls.open_channel(port)
         cls.addClassCleanup(cls.channel.close)
         cls.stub = timer_pb2_grpc.TimerServiceStub(cls.channel)
         cls._wait_serving()
@@ -439,6 +451,124 @@ class SubscribeTest(LawndTestCase):
             responses.cancel()
 
 
+class SecurityTest(LawndTestCase):
+    """lawnd with TLS and auth.tokens_file: a token is needed, and it must grant the namespace's permission.
+
+    Health stays open (the class waits for SERVING without a token). py-writer may start, delete, read and
+    subscribe in "py-sec" and "py-sec-*"; py-reader may only read "py-sec".
+    """
+
+    WRITER_TOKEN = "py-writer-token-0123456789"
+    READER_TOKEN = "py-reader-token-9876543210"
+
+    @classmethod
+    def lawnd_args(cls):
+        certs = os.path.join(cls.tmp, "certs")
+        subprocess.run(["bash", ARGS.make_certs, certs], check=True, timeout=60,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        with open(os.path.join(certs, "ca.crt"), "rb") as f:
+            cls.ca_pem = f.read()
+        tokens = os.path.join(cls.tmp, "tokens.yaml")
+        with open(tokens, "w") as f:
+            f.write("tokens:\n"
+                    "  - name: py-writer\n"
+                    "    sha256: %s\n"
+                    "    grants:\n"
+                    "      - namespaces: [\"py-sec\", \"py-sec-*\"]\n"
+                    "        permissions: [start, delete, read, subscribe]\n"
+                    "  - name: py-reader\n"
+                    "    sha256: %s\n"
+                    "    grants:\n"
+                    "      - namespaces: [\"py-sec\"]\n"
+                    "        permissions: [read]\n"
+                    % (hashlib.sha256(cls.WRITER_TOKEN.encode()).hexdigest(),
+                       hashlib.sha256(cls.READER_TOKEN.encode()).hexdigest()))
+        return ["--tls-cert-file", os.path.join(certs, "server.crt"),
+                "--tls-key-file", os.path.join(certs, "server.key"),
+                "--auth-tokens-file", tokens]
+
+    @classmethod
+    def open_channel(cls, port):
+        # server.crt is issued for 127.0.0.1 (and localhost): no target-name override needed.
+        credentials = grpc.ssl_channel_credentials(root_certificates=cls.ca_pem)
+        return grpc.secure_channel("127.0.0.1:%d" % port, credentials)
+
+    @staticmethod
+    def bearer(token):
+        return (("authorization", "Bearer " + token),)
+
+    def start_request(self, ns, timer_id):
+        req = timer_pb2.StartTimerRequest(namespace=ns, id=timer_id)
+        req.ttl.FromSeconds(3600)
+        return req
+
+    def test_a_call_without_a_token_is_unauthenticated(self):
+        self.assert_rpc_error(grpc.StatusCode.UNAUTHENTICATED, self.stub.StartTimer,
+                              self.start_request("py-sec", b"no-token"))
+
+    def test_an_unknown_token_is_unauthenticated(self):
+        self.assert_rpc_error(grpc.StatusCode.UNAUTHENTICATED, self.stub.StartTimer,
+                              self.start_request("py-sec", b"bad-token"),
+                              metadata=self.bearer("not-a-known-token"))
+
+    def test_a_granted_token_works_over_tls(self):
+        t = self.stub.StartTimer(self.start_request("py-sec", b"granted"), timeout=RPC_TIMEOUT_S,
+                                 metadata=self.bearer(self.WRITER_TOKEN)).timer
+        self.assertEqual(t.namespace, "py-sec")
+        self.assertEqual(t.id, b"granted")
+        # The namespace pattern "py-sec-*" grants too, and a read-only token may read what was started.
+        self.stub.StartTimer(self.start_request("py-sec-b", b"granted"), timeout=RPC_TIMEOUT_S,
+                             metadata=self.bearer(self.WRITER_TOKEN))
+        got = self.stub.GetTimer(timer_pb2.GetTimerRequest(namespace="py-sec", id=b"granted"),
+                                 timeout=RPC_TIMEOUT_S, metadata=self.bearer(self.READER_TOKEN)).timer
+        self.assertEqual(got.deadline, t.deadline)
+
+    def test_a_token_without_the_permission_is_permission_denied(self):
+        # py-reader may read py-sec but not start there, and has nothing at all in another namespace.
+        self.assert_rpc_error(grpc.StatusCode.PERMISSION_DENIED, self.stub.StartTimer,
+                              self.start_request("py-sec", b"denied"), metadata=self.bearer(self.READER_TOKEN))
+        self.assert_rpc_error(grpc.StatusCode.PERMISSION_DENIED, self.stub.GetTimer,
+                              timer_pb2.GetTimerRequest(namespace="py-other", id=b"x"),
+                              metadata=self.bearer(self.READER_TOKEN))
+        # Denied, so nothing was started: the writer finds no such timer.
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, self.stub.GetTimer,
+                              timer_pb2.GetTimerRequest(namespace="py-sec", id=b"denied"),
+                              metadata=self.bearer(self.WRITER_TOKEN))
+
+    def test_subscribe_needs_the_subscribe_permission(self):
+        def open_stream(token):
+            requests = _RequestQueue()
+            requests.put(timer_pb2.SubscribeRequest(open=timer_pb2.SubscribeRequest.Open(namespace="py-sec")))
+            return requests, self.stub.Subscribe(requests, timeout=20, metadata=self.bearer(token))
+
+        requests, responses = open_stream(self.READER_TOKEN)
+        try:
+            with self.assertRaises(grpc.RpcError) as caught:
+                next(responses)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED,
+                             caught.exception.details())
+        finally:
+            requests.close()
+            responses.cancel()
+
+        requests, responses = open_stream(self.WRITER_TOKEN)
+        try:
+            req = timer_pb2.StartTimerRequest(namespace="py-sec", id=b"fires")
+            req.ttl.FromMilliseconds(200)
+            self.stub.StartTimer(req, timeout=RPC_TIMEOUT_S, metadata=self.bearer(self.WRITER_TOKEN))
+            exp = next(responses).expiration
+            self.assertEqual(exp.timer.id, b"fires")
+        finally:
+            requests.close()
+            responses.cancel()
+
+    def test_a_plaintext_client_cannot_reach_the_tls_port(self):
+        with grpc.insecure_channel("127.0.0.1:%d" % self.lawnd.port) as plain:
+            stub = timer_pb2_grpc.TimerServiceStub(plain)
+            self.assert_rpc_error(grpc.StatusCode.UNAVAILABLE, stub.StartTimer,
+                                  self.start_request("py-sec", b"plain"), metadata=self.bearer(self.WRITER_TOKEN))
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -446,6 +576,10 @@ def main():
     parser.add_argument("--proto-dir", required=True, help="directory holding lawn/v1/timer.proto")
     parser.add_argument("--protoc", default=shutil.which("protoc") or "/usr/bin/protoc")
     parser.add_argument("--grpc-python-plugin", default="/usr/bin/grpc_python_plugin")
+    parser.add_argument("--make-certs",
+                        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing",
+                                             "make_certs.sh"),
+                        help="tests/testing/make_certs.sh (throw-away TLS certificates)")
     parser.add_argument("--grpc-proto-dir", default="/usr/share/grpc-proto",
                         help="Debian's grpc-proto files (health and reflection)")
     ARGS, rest = parser.parse_known_args()
