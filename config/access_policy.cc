@@ -140,6 +140,7 @@ absl::StatusOr<AccessPolicy> ParseOrThrow(std::string_view text) {
   AccessPolicy policy;
   std::set<std::string> names;
   std::set<std::string> hashes;
+  std::set<std::string> subjects;
   const YAML::Node& tokens = root["tokens"];
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string where = "tokens entry " + std::to_string(i + 1) + " (" + Line(tokens[i]) + ")";
@@ -147,6 +148,9 @@ absl::StatusOr<AccessPolicy> ParseOrThrow(std::string_view text) {
     if (!names.insert(principal.name).second) return Invalid(where, "name '" + principal.name + "' is repeated");
     if (!principal.sha256.empty() && !hashes.insert(principal.sha256).second) {
       return Invalid(where, "sha256 is repeated (two entries for one token)");
+    }
+    if (!principal.subject.empty() && !subjects.insert(principal.subject).second) {
+      return Invalid(where, "subject '" + principal.subject + "' is repeated (two entries for one certificate)");
     }
     policy.principals.push_back(std::move(principal));
   }

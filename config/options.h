@@ -28,7 +28,7 @@ enum class Durability {
 struct RateLimit {
   std::vector<std::string> namespaces;
   double starts_per_second = 0;
-  uint64_t burst = 0;  // 0 in YAML = max(1, starts_per_second rounded up), resolved by the loader.
+  uint64_t burst = 0;  // Omitted in YAML: max(1, starts_per_second rounded up), resolved by the loader.
 
   friend bool operator==(const RateLimit&, const RateLimit&) = default;
 };

@@ -17,17 +17,7 @@ namespace {
 
 constexpr auto kWatchPeriod = std::chrono::seconds(1);
 
-// What identifies a version of the file: Kubernetes replaces a mounted Secret by swapping a symlink, which
-// stat() follows, so the inode changes too.
-struct FileVersion {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = -1;
-  int64_t mtime_ns = 0;
-  bool operator==(const FileVersion&) const = default;
-};
-
-FileVersion VersionOf(const std::string& path) {
+Authenticator::FileVersion VersionOf(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {};
   return {st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
@@ -50,7 +40,8 @@ std::string_view BearerToken(const grpc::ServerContextBase& context) {
 }  // namespace
 
 bool Caller::Allows(uint32_t permission, std::string_view ns) const {
-  if (principal_ == nullptr) return true;
+  if (anonymous_) return true;
+  if (principal_ == nullptr) return false;
   for (const Grant& grant : principal_->grants) {
     if ((grant.permissions & permission) != permission) continue;
     for (const std::string& pattern : grant.namespaces) {
@@ -63,18 +54,25 @@ bool Caller::Allows(uint32_t permission, std::string_view ns) const {
 absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const std::string& tokens_file,
                                                                      Metrics* metrics) {
   std::shared_ptr<const AccessPolicy> policy;
+  FileVersion version;
   if (!tokens_file.empty()) {
+    version = VersionOf(tokens_file);  // Before reading: a change meanwhile is seen by the watcher.
     absl::StatusOr<AccessPolicy> loaded = LoadAccessPolicy(tokens_file);
     if (!loaded.ok()) return loaded.status();
     policy = std::make_shared<const AccessPolicy>(std::move(*loaded));
     spdlog::info("auth: {} identities from {}", policy->principals.size(), tokens_file);
   }
-  return std::unique_ptr<Authenticator>(new Authenticator(tokens_file, std::move(policy), metrics));
+  auto auth = std::unique_ptr<Authenticator>(new Authenticator(tokens_file, std::move(policy), metrics));
+  if (!tokens_file.empty()) auth->watcher_ = std::thread([a = auth.get(), version] { a->WatchLoop(version); });
+  return auth;
 }
 
 Authenticator::Authenticator(std::string path, std::shared_ptr<const AccessPolicy> policy, Metrics* metrics)
-    : path_(std::move(path)), metrics_(metrics), policy_(std::move(policy)) {
-  if (!path_.empty()) watcher_ = std::thread([this] { WatchLoop(); });
+    : path_(std::move(path)), metrics_(metrics), policy_(std::move(policy)) {}
+
+void Authenticator::SetReloadListener(std::function<void()> listener) {
+  absl::MutexLock lock(&listener_mu_);
+  listener_ = std::move(listener);
 }
 
 Authenticator::~Authenticator() {
@@ -90,9 +88,10 @@ std::shared_ptr<const AccessPolicy> Authenticator::policy() const {
   return policy_;
 }
 
-void Authenticator::WatchLoop() {
-  FileVersion seen = VersionOf(path_);
-  FileVersion failed;  // The version whose reload failed, so it is logged once, not every second.
+void Authenticator::WatchLoop(FileVersion seen) {
+  // The version whose reload failed (has_failed), so it is logged once, not every second.
+  bool has_failed = false;
+  FileVersion failed;
   absl::MutexLock lock(&mu_);
   while (!stop_) {
     mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(kWatchPeriod));
@@ -100,26 +99,34 @@ void Authenticator::WatchLoop() {
     mu_.Unlock();
     const FileVersion now = VersionOf(path_);
     std::shared_ptr<const AccessPolicy> fresh;
-    if (!(now == seen) && !(now == failed)) {
+    if (!(now == seen) && !(has_failed && now == failed)) {
       absl::StatusOr<AccessPolicy> loaded = LoadAccessPolicy(path_);
       if (loaded.ok()) {
         fresh = std::make_shared<const AccessPolicy>(std::move(*loaded));
         seen = now;
-        failed = {};
+        has_failed = false;
         spdlog::info("auth: reloaded {}: {} identities", path_, fresh->principals.size());
       } else {
+        has_failed = true;
         failed = now;
         spdlog::warn("auth: cannot reload the tokens file; keeping the previous one: {}", loaded.status().ToString());
       }
     }
+    if (fresh != nullptr) {
+      {
+        absl::MutexLock swap(&mu_);
+        policy_ = std::move(fresh);
+      }
+      absl::MutexLock listener(&listener_mu_);
+      if (listener_) listener_();  // Outside mu_: the listener authorizes (policy() takes mu_).
+    }
     mu_.Lock();
-    if (fresh != nullptr) policy_ = std::move(fresh);
   }
 }
 
 absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& context,
                                                    std::string_view method) const {
-  if (path_.empty()) return Caller();
+  if (path_.empty()) return Caller::Anonymous();
   std::shared_ptr<const AccessPolicy> current = policy();
   const std::string_view token = BearerToken(context);
   if (!token.empty()) {
@@ -154,6 +161,20 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase
                     : "unknown token: the tokens file has no entry with its SHA-256");
 }
 
+absl::Status Authenticator::Recheck(const Caller& caller, uint32_t permission, std::string_view ns,
+                                    std::string_view method) const {
+  const Principal* old = caller.principal();
+  if (path_.empty() || old == nullptr) return Authorize(caller, permission, ns, method);
+  std::shared_ptr<const AccessPolicy> current = policy();
+  for (const Principal& p : current->principals) {
+    const bool same = !old->sha256.empty() ? p.sha256 == old->sha256 : (!p.subject.empty() && p.subject == old->subject);
+    if (same) return Authorize(Caller(current, &p), permission, ns, method);
+  }
+  if (metrics_ != nullptr) metrics_->auth_denials("unauthenticated").Increment();
+  AuditLog::Record(old->name, method, ns, "UNAUTHENTICATED");
+  return absl::UnauthenticatedError("'" + old->name + "' was removed from the tokens file");
+}
+
 absl::Status Authenticator::Authorize(const Caller& caller, uint32_t permission, std::string_view ns,
                                       std::string_view method) const {
   if (caller.Allows(permission, ns)) {
@@ -162,7 +183,11 @@ absl::Status Authenticator::Authorize(const Caller& caller, uint32_t permission,
   }
   if (metrics_ != nullptr) metrics_->auth_denials("permission_denied").Increment();
   AuditLog::Record(caller.name(), method, ns, "PERMISSION_DENIED");
-  const std::string shown = ns.empty() ? "default" : std::string(ns.substr(0, 64));
+  // Printable: the namespace is the client's, unvalidated (it reaches debug logs through the message).
+  std::string shown = ns.empty() ? "default" : std::string(ns.substr(0, 64));
+  for (char& c : shown) {
+    if (c < 0x21 || c > 0x7e) c = '?';
+  }
   return absl::PermissionDeniedError("'" + std::string(caller.name()) + "' has no " +
                                      std::string(PermissionName(permission)) + " permission on namespace '" +
                                      shown + "'");

@@ -9,6 +9,7 @@
 // authenticated against, so a reload never frees a principal in use.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,22 +27,42 @@ class Metrics;
 // The authenticated caller of one call.
 class Caller {
  public:
-  Caller() = default;  // Anonymous: authentication off, allowed everything.
+  Caller() = default;  // Nobody: allowed nothing.
+  // The caller when authentication is off: allowed everything.
+  static Caller Anonymous() {
+    Caller c;
+    c.anonymous_ = true;
+    return c;
+  }
   Caller(std::shared_ptr<const AccessPolicy> policy, const Principal* principal)
       : policy_(std::move(policy)), principal_(principal) {}
 
   // True if a grant allows `permission` (one bit) on `ns` (the request's field; "" = "default").
   bool Allows(uint32_t permission, std::string_view ns) const;
   // The identity for logs and metrics: the tokens file's name, or "anonymous".
-  std::string_view name() const { return principal_ != nullptr ? std::string_view(principal_->name) : "anonymous"; }
+  std::string_view name() const {
+    return principal_ != nullptr ? std::string_view(principal_->name) : anonymous_ ? "anonymous" : "nobody";
+  }
+  const Principal* principal() const { return principal_; }
 
  private:
   std::shared_ptr<const AccessPolicy> policy_;
   const Principal* principal_ = nullptr;
+  bool anonymous_ = false;
 };
 
 class Authenticator {
  public:
+  // What identifies a version of the tokens file: Kubernetes replaces a mounted Secret by swapping a
+  // symlink, which stat() follows, so the inode changes too. size -1: the file is missing.
+  struct FileVersion {
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+    int64_t size = -1;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileVersion&) const = default;
+  };
+
   // Loads `tokens_file` ("" = authentication off) and, if set, starts watching it (checked every second).
   // Errors: the file cannot be read or parsed (lawnd refuses to start).
   static absl::StatusOr<std::unique_ptr<Authenticator>> Create(const std::string& tokens_file, Metrics* metrics);
@@ -60,9 +81,17 @@ class Authenticator {
   absl::Status Authorize(const Caller& caller, uint32_t permission, std::string_view ns,
                          std::string_view method) const;
 
+  // Authorize against the current policy for a caller authenticated earlier (an open Subscribe stream):
+  // UNAUTHENTICATED if its token or subject is no longer in the tokens file.
+  absl::Status Recheck(const Caller& caller, uint32_t permission, std::string_view ns, std::string_view method) const;
+
+  // Called (on the watcher thread) after each successful reload, e.g. to recheck open streams. nullptr
+  // removes it; once SetReloadListener returns, the previous listener is not running and will not run.
+  void SetReloadListener(std::function<void()> listener);
+
  private:
   Authenticator(std::string path, std::shared_ptr<const AccessPolicy> policy, Metrics* metrics);
-  void WatchLoop();
+  void WatchLoop(FileVersion seen);
   std::shared_ptr<const AccessPolicy> policy() const;
 
   const std::string path_;
@@ -70,6 +99,8 @@ class Authenticator {
   mutable absl::Mutex mu_;
   std::shared_ptr<const AccessPolicy> policy_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex listener_mu_;  // Held while the listener runs, so that clearing it waits for a running call.
+  std::function<void()> listener_ ABSL_GUARDED_BY(listener_mu_);
   std::thread watcher_;
 };
 

@@ -7,6 +7,9 @@
 
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
+#include "grpcpp/impl/server_builder_plugin.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/resource_quota.h"
 #include "server/admin_service.h"
 #include "server/auth.h"
@@ -57,6 +60,34 @@ void ApplyServerLimits(const Options& options, grpc::ServerBuilder& builder) {
   quota.Resize(static_cast<size_t>(options.grpc_memory_quota_bytes));
   builder.SetResourceQuota(quota);
 }
+
+// Reflection registers itself as a plugin of every ServerBuilder once enabled; the health-only listener
+// takes it out again, so the plaintext port serves grpc.health.v1 and nothing else.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const auto& p) {
+                                    return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(p.get()) != nullptr;
+                                  }),
+                   plugins->end());
+  }
+};
+
+// The health listener's catch-all: every method but grpc.health.v1's answers UNIMPLEMENTED. (A server with
+// no service of its own fails to start in gRPC 1.51: the default health service needs one to be polled.)
+class HealthOnly final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Refuse final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refuse() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this port serves grpc.health.v1.Health only")); }
+      void OnDone() override { delete this; }
+    };
+    return new Refuse;
+  }
+};
 
 bool IsLoopback(const std::string& listen) {
   const std::string host = HostOf(listen);
@@ -124,6 +155,8 @@ absl::Status LawnServer::Start() {
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
   service_ = std::make_unique<TimerServiceImpl>(*runtime_, *auth_, *limiter_);
+  // A revoked token or grant also ends the Subscribe streams it opened.
+  auth_->SetReloadListener([service = service_.get()] { service->RecheckStreams(); });
   admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir, options_.checkpoint_retention,
                                               metrics_.get(), *auth_);
   grpc::EnableDefaultHealthCheckService(true);
@@ -148,6 +181,9 @@ absl::Status LawnServer::Start() {
     // A server of its own with no service registered: gRPC adds only the default health service, so the
     // plaintext port answers health checks and nothing else.
     grpc::ServerBuilder health_builder;
+    health_builder.SetOption(std::make_unique<WithoutReflection>());
+    health_only_ = std::make_unique<HealthOnly>();
+    health_builder.RegisterCallbackGenericService(health_only_.get());
     health_builder.AddListeningPort(options_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
     health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     health_builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100);
@@ -182,6 +218,7 @@ TimerStore* LawnServer::store() { return runtime_ != nullptr ? runtime_->store()
 void LawnServer::Drain() {
   if (server_ == nullptr) return;
   draining_.store(true);
+  auth_->SetReloadListener(nullptr);  // The streams are ended below; the service goes with the server.
   UpdateHealth();
   const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_timeout;
   // New calls are answered UNAVAILABLE; streams never end on their own, so end them; then wait for the unary

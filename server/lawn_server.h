@@ -67,6 +67,7 @@ class LawnServer {
   std::unique_ptr<TimerServiceImpl> service_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::CallbackGenericService> health_only_;  // Before health_server_: outlives it.
   std::unique_ptr<grpc::Server> health_server_;  // health_listen: grpc.health.v1.Health only, plaintext.
   int port_ = 0;
   int health_port_ = 0;

@@ -57,7 +57,14 @@ absl::Status RateLimiter::TryTake(std::string_view ns, std::chrono::steady_clock
     if (it == stripe.buckets.end()) {
       rule = RuleFor(ns);
       if (rule == nullptr) return absl::OkStatus();
-      if (stripe.buckets.size() >= kSweepAbove) Sweep(stripe, now);
+      if (stripe.buckets.size() >= stripe.sweep_at) {
+        Sweep(stripe, now);
+        stripe.sweep_at = std::max(kSweepAbove, 2 * stripe.buckets.size());
+      }
+      while (stripe.buckets.size() >= kMaxPerStripe) {
+        if (metrics_ != nullptr) metrics_->RemoveRateLimited(stripe.buckets.begin()->first);
+        stripe.buckets.erase(stripe.buckets.begin());
+      }
       it = stripe.buckets.emplace(std::string(ns), Bucket{static_cast<double>(rule->burst), now, rule}).first;
     }
     Bucket& b = it->second;
@@ -70,8 +77,9 @@ absl::Status RateLimiter::TryTake(std::string_view ns, std::chrono::steady_clock
       b.tokens -= 1;
       return absl::OkStatus();
     }
+    // Under the stripe's lock: a sweep (same stripe) cannot remove the series meanwhile.
+    if (metrics_ != nullptr) metrics_->rate_limited(std::string(ns)).Increment();
   }
-  if (metrics_ != nullptr) metrics_->rate_limited(std::string(ns)).Increment();
   return absl::ResourceExhaustedError("namespace '" + std::string(ns) + "' is over its start rate limit (" +
                                       FormatRate(rule->starts_per_second) + " starts/s, burst " +
                                       std::to_string(rule->burst) + ", config rate_limits); retry later");

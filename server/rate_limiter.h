@@ -3,7 +3,9 @@
 // limit. Namespaces no entry matches are not limited and cost nothing.
 //
 // Memory: one bucket per limited namespace; a bucket that has refilled completely is equivalent to none, so
-// such buckets are dropped whenever a stripe grows past kSweepAbove.
+// such buckets are dropped when a stripe has doubled since its last sweep (amortized O(1) per start); a
+// stripe never holds more than kMaxPerStripe: past it, arbitrary buckets are dropped (a caller spraying new
+// namespace names gets a fresh bucket per name anyway; max_namespaces bounds what it can start).
 //
 // Thread-safety: TryTake is called from gRPC threads; buckets are spread over kStripes mutexes.
 #pragma once
@@ -39,6 +41,7 @@ class RateLimiter {
  private:
   static constexpr size_t kStripes = 16;
   static constexpr size_t kSweepAbove = 4096;
+  static constexpr size_t kMaxPerStripe = 16384;
 
   struct Bucket {
     double tokens;
@@ -48,6 +51,7 @@ class RateLimiter {
   struct Stripe {
     absl::Mutex mu;
     absl::flat_hash_map<std::string, Bucket> buckets ABSL_GUARDED_BY(mu);
+    size_t sweep_at ABSL_GUARDED_BY(mu) = kSweepAbove;
   };
 
   const RateLimit* RuleFor(std::string_view ns) const;

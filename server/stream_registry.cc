@@ -21,6 +21,11 @@ void StreamRegistry::CloseAll(const grpc::Status& status) {
   for (SubscribeReactor* r : live_) r->Close(status);
 }
 
+void StreamRegistry::ForEach(absl::FunctionRef<void(SubscribeReactor*)> f) {
+  absl::MutexLock lock(&mu_);
+  for (SubscribeReactor* r : live_) f(r);
+}
+
 size_t StreamRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return live_.size();

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 
@@ -22,6 +23,8 @@ class StreamRegistry {
   void Remove(SubscribeReactor* r);
   // Ends every stream with `status`; later streams are refused with it too.
   void CloseAll(const grpc::Status& status);
+  // Calls `f` for every live stream, with the registry's mutex held (so none finishes meanwhile).
+  void ForEach(absl::FunctionRef<void(SubscribeReactor*)> f);
   size_t size() const;
   // Status new streams are refused with; OK while open.
   grpc::Status closing_status() const;

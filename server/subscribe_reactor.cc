@@ -160,6 +160,16 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     handle_ = handle;
     ns_ = *ns;
     outbox_ = &(*ns)->outbox;
+    open_ns_ = open.namespace_();
+    open_observe_ = open.observe();
+  }
+  // A reload between the check above and now would have found no handle to recheck: check again against
+  // the current tokens file (once the handle is set, a reload's Recheck sees this stream).
+  if (absl::Status s = auth_.Recheck(caller_, open.observe() ? kPermObserve : kPermSubscribe, open.namespace_(),
+                                     "Subscribe");
+      !s.ok()) {
+    Close(ToGrpcStatus(s));
+    return;
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {})", *ns_name, max_in_flight,
                 open.observe());
@@ -243,17 +253,36 @@ void SubscribeReactor::Close(const grpc::Status& status) {
   if (finish_now) Finish(status);
 }
 
+void SubscribeReactor::Recheck() {
+  std::string ns;
+  bool observe;
+  {
+    absl::MutexLock lock(&mu_);
+    if (handle_ == nullptr || closing_) return;  // Not open yet (checked at open) or ending anyway.
+    ns = open_ns_;
+    observe = open_observe_;
+  }
+  if (absl::Status s = auth_.Recheck(caller_, observe ? kPermObserve : kPermSubscribe, ns, "Subscribe"); !s.ok()) {
+    Close(ToGrpcStatus(s));
+  }
+}
+
 void SubscribeReactor::OnCancel() { Close(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
 
 void SubscribeReactor::OnDone() {
   std::shared_ptr<StreamHandle> handle;
   NamespaceState* ns;
+  Outbox* outbox;
   {
     absl::MutexLock lock(&mu_);
     handle = handle_;
     ns = ns_;
+    outbox = outbox_;
   }
   if (handle != nullptr) handle->Detach();
+  // Again (Close did it once): a Close between Open's registration and its AddSubscriber left the handle
+  // in the outbox. Idempotent.
+  if (handle != nullptr && outbox != nullptr) outbox->RemoveSubscriber(handle.get());
   // After Close (which detached it from the outbox): nothing of this stream uses the namespace any more.
   if (ns != nullptr) ns->Release();
   registry_.Remove(this);

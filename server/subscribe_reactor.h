@@ -46,6 +46,9 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   void TrySend();
   // Ends the stream with `status` (once). Any thread.
   void Close(const grpc::Status& status);
+  // Ends an open stream whose caller lost its permission (tokens file reloaded). Any thread that holds no
+  // stream's mutex (Close may wake other streams).
+  void Recheck();
 
  private:
   class StreamHandle;
@@ -55,6 +58,8 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   Runtime& runtime_;
   StreamRegistry& registry_;
   const Caller caller_;
+  std::string open_ns_ ABSL_GUARDED_BY(mu_);  // The namespace as `open` named it (for Recheck).
+  bool open_observe_ ABSL_GUARDED_BY(mu_) = false;
   const Authenticator& auth_;
   // Only touched by the read chain (one read in flight).
   grpc::ByteBuffer read_buf_;

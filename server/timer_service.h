@@ -43,6 +43,10 @@ class TimerServiceImpl final : public TimerServiceBase {
 
   // Ends every Subscribe stream (drain) and refuses new ones with `status`.
   void CloseStreams(const grpc::Status& status) { streams_.CloseAll(status); }
+  // Ends the streams whose callers lost their permission (after a tokens file reload).
+  void RecheckStreams() {
+    streams_.ForEach([](SubscribeReactor* r) { r->Recheck(); });
+  }
   size_t open_streams() const { return streams_.size(); }
   // Drain: refuse new unary calls with UNAVAILABLE, then wait until the ones in flight are answered.
   void BeginDrain();

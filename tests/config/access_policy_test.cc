@@ -75,6 +75,10 @@ TEST(AccessPolicyTest, RefusesWithTheEntryAndWhatIsAllowed) {
                                           "  - name: b\n    sha256: " + std::string(kHash) + "\n" + grant)
                             .status(),
                         "sha256 is repeated"));
+  EXPECT_TRUE(IsInvalid(ParseAccessPolicy("tokens:\n  - name: a\n    subject: s\n" + grant +
+                                          "  - name: b\n    subject: s\n" + grant)
+                            .status(),
+                        "subject 's' is repeated"));
   EXPECT_TRUE(IsInvalid(ParseAccessPolicy("tokens: [\n").status(), "YAML syntax error"));
 }
 

@@ -59,7 +59,7 @@ class SecurityTest : public ::testing::Test {
 
   // The status a Subscribe stream ends with within `wait`, or DEADLINE_EXCEEDED if it stays open (allowed).
   grpc::Status Subscribe(const std::string& token, const std::string& ns, bool observe,
-                         std::chrono::milliseconds wait = std::chrono::milliseconds(800)) {
+                         std::chrono::milliseconds wait = std::chrono::seconds(3)) {
     auto context = Context(token, wait);
     auto stream = stub_->Subscribe(context.get());
     v1::SubscribeRequest open;
@@ -135,11 +135,24 @@ class SecurityTest : public ::testing::Test {
   std::unique_ptr<v1::TimerService::Stub> stub_;
 };
 
-// The permission each call needs (GetStats needs none: it shows what the caller may read).
-const std::vector<std::pair<std::string, std::string>> kCalls = {
-    {"StartTimer", "start"},     {"StartTimers", "start"}, {"DeleteTimer", "delete"},
-    {"RescheduleTimer", "delete"}, {"GetTimer", "read"},   {"ListTimers", "read"},
-    {"Subscribe", "subscribe"},  {"Observe", "observe"},   {"CreateCheckpoint", "admin"},
+// The permission each call needs (GetStats needs none: it shows what the caller may read), and what an
+// allowed call answers here (timer t1 exists in billing; deletes target an absent id; a Subscribe stream
+// stays open until its deadline; memory durability has no store to checkpoint).
+struct CallCase {
+  std::string method;
+  std::string needed;
+  StatusCode allowed;
+};
+const std::vector<CallCase> kCalls = {
+    {"StartTimer", "start", StatusCode::OK},
+    {"StartTimers", "start", StatusCode::OK},
+    {"DeleteTimer", "delete", StatusCode::NOT_FOUND},
+    {"RescheduleTimer", "delete", StatusCode::NOT_FOUND},
+    {"GetTimer", "read", StatusCode::OK},
+    {"ListTimers", "read", StatusCode::OK},
+    {"Subscribe", "subscribe", StatusCode::DEADLINE_EXCEEDED},
+    {"Observe", "observe", StatusCode::DEADLINE_EXCEEDED},
+    {"CreateCheckpoint", "admin", StatusCode::FAILED_PRECONDITION},
 };
 
 TEST_F(SecurityTest, EveryPermissionAgainstEveryCall) {
@@ -148,7 +161,7 @@ TEST_F(SecurityTest, EveryPermissionAgainstEveryCall) {
   std::vector<std::string> identities = kPermissions;
   identities.push_back("admin");
   identities.push_back("nothing");
-  for (const auto& [method, needed] : kCalls) {
+  for (const auto& [method, needed, allowed_code] : kCalls) {
     for (const std::string& who : identities) {
       for (const std::string ns : {"billing", "other"}) {
         const grpc::Status s = Call(method, TokenOf(who), ns);
@@ -157,8 +170,7 @@ TEST_F(SecurityTest, EveryPermissionAgainstEveryCall) {
         SCOPED_TRACE(method + " by " + who + " on " + ns + ": " + std::to_string(s.error_code()) + " " +
                      s.error_message());
         if (allowed) {
-          EXPECT_NE(s.error_code(), StatusCode::PERMISSION_DENIED);
-          EXPECT_NE(s.error_code(), StatusCode::UNAUTHENTICATED);
+          EXPECT_EQ(s.error_code(), allowed_code);
         } else {
           EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
           EXPECT_NE(s.error_message().find("'" + who + "' has no " + needed + " permission"), std::string::npos);
@@ -174,7 +186,7 @@ TEST_F(SecurityTest, EveryPermissionAgainstEveryCall) {
 
 TEST_F(SecurityTest, NoOrUnknownTokenIsUnauthenticatedHealthAndReflectionStayOpen) {
   StartLawnd();
-  for (const auto& [method, needed] : kCalls) {
+  for (const auto& [method, needed, allowed_code] : kCalls) {
     for (const std::string token : {"", "not-a-known-token"}) {
       const grpc::Status s = Call(method, token, "billing");
       EXPECT_EQ(s.error_code(), StatusCode::UNAUTHENTICATED) << method << " with '" << token << "': " << s.error_message();
@@ -278,6 +290,36 @@ TEST_F(SecurityTest, TokensFileReloadsWithoutRestartAndKeepsTheOldOneOnABadReloa
   EXPECT_TRUE(WaitFor([&] { return lawnd_->Log().find("keeping the previous one") != std::string::npos; },
                       std::chrono::seconds(20)));
   EXPECT_TRUE(Call("ListTimers", TokenOf("read"), "billing").ok());
+}
+
+TEST_F(SecurityTest, RevokingATokenEndsTheStreamsItOpened) {
+  StartLawnd();
+  auto context = Context(TokenOf("subscribe"), std::chrono::seconds(60));
+  auto stream = stub_->Subscribe(context.get());
+  v1::SubscribeRequest open;
+  open.mutable_open()->set_namespace_("billing");
+  ASSERT_TRUE(stream->Write(open));
+  // Open: a timer due now reaches it.
+  v1::StartTimerRequest start;
+  start.set_namespace_("billing");
+  start.set_id("due");
+  start.mutable_ttl()->set_nanos(1'000'000);
+  v1::StartTimerResponse started;
+  ASSERT_TRUE(stub_->StartTimer(Context(TokenOf("start")).get(), start, &started).ok());
+  v1::SubscribeResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.expiration().timer().id(), "due");
+  // Revoke the subscriber's token: the stream ends without a restart, UNAUTHENTICATED.
+  std::string yaml = TokensYaml();
+  const size_t begin = yaml.find("  - name: subscribe\n");
+  const size_t end = yaml.find("  - name: ", begin + 1);
+  WriteFile(tokens_ + ".tmp", yaml.substr(0, begin) + yaml.substr(end));
+  ASSERT_EQ(std::rename((tokens_ + ".tmp").c_str(), tokens_.c_str()), 0);
+  while (stream->Read(&response)) {
+  }
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), StatusCode::UNAUTHENTICATED) << ended.error_message();
+  EXPECT_NE(ended.error_message().find("removed from the tokens file"), std::string::npos) << ended.error_message();
 }
 
 TEST_F(SecurityTest, StartRateLimitPerNamespace) {

@@ -69,7 +69,15 @@ TEST(RateLimiterTest, FullBucketsAreDroppedSoNamesCannotGrowMemory) {
     ASSERT_TRUE(limiter.TryTake("ns-" + std::to_string(i), now).ok());
     now += std::chrono::microseconds(10);  // Buckets refill (1 token per ms) long before the sweep.
   }
-  EXPECT_LT(limiter.buckets_for_testing(), 16u * 4096u + 16u);
+  EXPECT_LE(limiter.buckets_for_testing(), 16u * 16384u);
+}
+
+TEST(RateLimiterTest, SlowRulesCannotGrowMemoryEither) {
+  // At 0.001/s a bucket takes 1000 s to be full again, so sweeps free nothing: the hard cap holds.
+  RateLimiter limiter({Rule({"tenant-*"}, 0.001, 1)}, nullptr);
+  const Clock::time_point now = Clock::now();
+  for (int i = 0; i < 400'000; ++i) ASSERT_TRUE(limiter.TryTake("tenant-" + std::to_string(i), now).ok());
+  EXPECT_LE(limiter.buckets_for_testing(), 16u * 16384u);
 }
 
 }  // namespace
