@@ -83,6 +83,15 @@ Authenticator::~Authenticator() {
   if (watcher_.joinable()) watcher_.join();
 }
 
+bool Authenticator::has_subjects() const {
+  std::shared_ptr<const AccessPolicy> current = policy();
+  if (current == nullptr) return false;
+  for (const Principal& p : current->principals) {
+    if (!p.subject.empty()) return true;
+  }
+  return false;
+}
+
 std::shared_ptr<const AccessPolicy> Authenticator::policy() const {
   absl::ReaderMutexLock lock(&mu_);
   return policy_;

@@ -71,6 +71,8 @@ class Authenticator {
   Authenticator& operator=(const Authenticator&) = delete;
 
   bool enabled() const { return !path_.empty(); }
+  // True if the current tokens file has an entry by certificate subject.
+  bool has_subjects() const;
 
   // Who made the call in `context`: UNAUTHENTICATED (counted, audited) when auth is on and the call has no
   // `authorization: Bearer <token>` metadata of a known token and no client certificate of a known subject.

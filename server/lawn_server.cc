@@ -139,6 +139,10 @@ absl::Status LawnServer::Start() {
   absl::StatusOr<std::unique_ptr<Authenticator>> auth = Authenticator::Create(options_.auth_tokens_file, metrics_.get());
   if (!auth.ok()) return auth.status();
   auth_ = std::move(*auth);
+  if (auth_->has_subjects() && options_.tls_client_ca_file.empty()) {
+    spdlog::warn("auth: the tokens file names certificate subjects, but tls.client_ca_file is not set: no client "
+                 "certificate is asked for, so those entries never match");
+  }
   limiter_ = std::make_unique<RateLimiter>(options_.rate_limits, metrics_.get());
   if (!IsLoopback(options_.listen)) {
     if (!auth_->enabled()) {

@@ -101,10 +101,15 @@ TEST_F(TlsTest, TrustedClientsConnectOthersAreRefused) {
 TEST_F(TlsTest, ExpiredServerCertificateIsRefusedByClients) {
   // lawnd starts (with a warning) so that a rotation can fix it, but no client accepts the certificate.
   std::vector<std::string> args = {"--tls-cert-file", Cert("expired-server.crt"), "--tls-key-file",
-                                   Cert("expired-server.key"), "--durability", "memory"};
+                                   Cert("expired-server.key"), "--durability", "memory", "--health-listen",
+                                   "127.0.0.1:0"};
   lawnd_ = std::make_unique<LawndProcess>(dir_.path() + "/data", args);
   lawnd_->StartNoWait();
   EXPECT_TRUE(WaitFor([&] { return lawnd_->Log().find("has expired") != std::string::npos; }));
+  // Serving (seen on the plaintext health port), so UNAVAILABLE below is the handshake, not recovery.
+  ASSERT_TRUE(WaitFor([&] { return HealthPort() > 0; }));
+  auto health = grpc::CreateChannel("127.0.0.1:" + std::to_string(HealthPort()), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(WaitFor([&] { return HealthCall(health) == StatusCode::OK; }));
   EXPECT_EQ(GetStats(Channel(TlsCredentials(Cert("ca.crt")))).error_code(), StatusCode::UNAVAILABLE);
 }
 
