@@ -165,18 +165,16 @@ void LawndProcess::Start(std::chrono::milliseconds timeout) {
   ASSERT_TRUE(WaitServing(timeout)) << "lawnd never became SERVING; log:\n" << Log().substr(log_offset_);
 }
 
-int LawndProcess::HealthStatus(const std::string& service) {
-  auto ch = channel();
+grpc::Status RawUnaryCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                          const std::string& request, std::string* response, std::chrono::milliseconds deadline) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited (services here are < 128 bytes).
-  std::string request = service.empty() ? std::string() : std::string(1, '\x0a') + static_cast<char>(service.size()) + service;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
   grpc::Slice slice(request);
   grpc::ByteBuffer request_buf(&slice, 1), response_buf;
-  grpc::GenericStub generic(ch);
+  grpc::GenericStub generic(channel);
   grpc::CompletionQueue cq;
   grpc::Status status;
-  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request_buf, &cq);
+  auto call = generic.PrepareUnaryCall(&ctx, method, request_buf, &cq);
   call->StartCall();
   call->Finish(&response_buf, &status, reinterpret_cast<void*>(1));
   void* tag;
@@ -185,11 +183,22 @@ int LawndProcess::HealthStatus(const std::string& service) {
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
-  if (!status.ok()) return -1;
-  std::vector<grpc::Slice> slices;
-  (void)response_buf.Dump(&slices);
+  if (status.ok() && response != nullptr) {
+    std::vector<grpc::Slice> slices;
+    (void)response_buf.Dump(&slices);
+    response->clear();
+    for (auto& s : slices) response->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return status;
+}
+
+int LawndProcess::HealthStatus(const std::string& service) {
+  // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited (services here are < 128 bytes).
+  std::string request = service.empty() ? std::string() : std::string(1, '\x0a') + static_cast<char>(service.size()) + service;
   std::string bytes;
-  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  if (!RawUnaryCall(channel(), "/grpc.health.v1.Health/Check", request, &bytes, std::chrono::seconds(1)).ok()) {
+    return -1;
+  }
   // HealthCheckResponse{status}: 08 <status>; an empty message is status 0 (UNKNOWN).
   return bytes.size() == 2 && bytes[0] == '\x08' ? bytes[1] : 0;
 }

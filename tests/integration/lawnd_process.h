@@ -83,6 +83,12 @@ class LawndProcess {
   size_t log_offset_ = 0;  // Port search starts after the previous run's log.
 };
 
+// One unary call of `method` ("/package.Service/Method") with the serialized `request`, whatever the
+// method's real shape; `response` (if not null) gets the serialized answer of an OK call.
+grpc::Status RawUnaryCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                          const std::string& request, std::string* response = nullptr,
+                          std::chrono::milliseconds deadline = std::chrono::seconds(5));
+
 // A plain HTTP/1.0 GET on 127.0.0.1:`port`; returns the body ("" on failure).
 std::string HttpGet(int port, const std::string& path);
 

@@ -8,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "lawn/v1/timer.grpc.pb.h"
 #include "tests/integration/lawnd_process.h"
@@ -21,26 +20,10 @@ using grpc::StatusCode;
 
 // One ServerReflectionInfo exchange (list_services), as a generic call: OK where reflection is served.
 StatusCode ReflectionCall(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub generic(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   // ServerReflectionRequest{list_services: ""}: field 7, length-delimited, empty.
-  const std::string request("\x3a\x00", 2);
-  grpc::Slice slice(request);
-  grpc::ByteBuffer request_buf(&slice, 1), response_buf;
-  grpc::CompletionQueue cq;
-  grpc::Status status;
-  auto call = generic.PrepareUnaryCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                       request_buf, &cq);
-  call->StartCall();
-  call->Finish(&response_buf, &status, reinterpret_cast<void*>(1));
-  void* tag;
-  bool ok;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  return status.error_code();
+  return RawUnaryCall(channel, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                      std::string("\x3a\x00", 2))
+      .error_code();
 }
 
 class TlsTest : public ::testing::Test {
