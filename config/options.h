@@ -48,7 +48,8 @@ struct Options {
   std::string health_listen;
 
   // TLS on the gRPC port (config section `tls:`): the server's certificate chain and key (PEM files), both or
-  // neither; "" = plaintext. Reloaded when they change on disk (rotation without restart).
+  // neither; "" = plaintext. Reloaded when they change on disk (rotation without restart), through the
+  // validated copy in <data_dir>/tls-active (server/tls_files.h).
   std::string tls_cert_file;
   std::string tls_key_file;
   // With it, clients must present a certificate signed by this CA (PEM) (mutual TLS). Needs tls_cert_file.
@@ -59,7 +60,8 @@ struct Options {
   // when it changes. "" = no authentication (for local use). Default "".
   std::string auth_tokens_file;
 
-  // Directory of the RocksDB store; created if missing. Unused with Durability::kMemory.
+  // Directory of the RocksDB store; created if missing. Unused with Durability::kMemory, except for
+  // tls-active when TLS is on.
   // Default "./lawn-data".
   std::string data_dir = "./lawn-data";
 

@@ -134,7 +134,8 @@ absl::Status LawnServer::Start() {
     spdlog::info("metrics on http://{}:{}/metrics", HostOf(options_.metrics_listen), metrics_->port());
   }
   // Credentials and tokens are checked before anything starts: a bad file stops lawnd with its name.
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(options_);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options_, *metrics_, &tls_files_);
   if (!credentials.ok()) return credentials.status();
   absl::StatusOr<std::unique_ptr<Authenticator>> auth = Authenticator::Create(options_.auth_tokens_file, metrics_.get());
   if (!auth.ok()) return auth.status();

@@ -25,6 +25,7 @@ class Metrics;
 class RateLimiter;
 class Runtime;
 class TimerServiceImpl;
+class TlsFileGuard;
 
 class RocksDbTimerStore;
 struct RocksDbStoreOptions;
@@ -66,6 +67,7 @@ class LawnServer {
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<TimerServiceImpl> service_;
   std::unique_ptr<AdminServiceImpl> admin_;
+  std::unique_ptr<TlsFileGuard> tls_files_;  // The TLS files gRPC reads; declared before server_ to outlive it.
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::CallbackGenericService> health_only_;  // Before health_server_: outlives it.
   std::unique_ptr<grpc::Server> health_server_;  // health_listen: grpc.health.v1.Health only, plaintext.

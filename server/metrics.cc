@@ -101,6 +101,13 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                                 "(skip_corrupt_records)")
                           .Register(*registry_)
                           .Add({});
+  tls_reload_failed_ = &prometheus::BuildGauge()
+                            .Name("lawn_tls_reload_failed")
+                            .Help("1 while the TLS files on disk cannot be used (a key that does not match the "
+                                  "certificate, no certificate, a missing file): new connections keep the previous "
+                                  "certificate; 0 once valid files are in use")
+                            .Register(*registry_)
+                            .Add({});
   auto& requests = prometheus::BuildHistogram()
                        .Name("lawn_request_duration_seconds")
                        .Help("Time from receiving an RPC to answering it, by method")

@@ -63,6 +63,8 @@ class Metrics {
   prometheus::Gauge& outbox_bytes() { return *outbox_bytes_; }
   prometheus::Gauge& storage_failed() { return *storage_failed_; }
   prometheus::Gauge& corrupt_records_skipped() { return *corrupt_skipped_; }
+  // 1 while the TLS files on disk are broken and the previous certificate keeps serving (server/tls_files.h).
+  prometheus::Gauge& tls_reload_failed() { return *tls_reload_failed_; }
   prometheus::Histogram& request_duration(Rpc rpc) { return *request_duration_[static_cast<size_t>(rpc)]; }
   prometheus::Histogram& expiry_lateness() { return *lateness_; }
   prometheus::Histogram& storage_write_duration() { return *storage_write_; }
@@ -105,6 +107,7 @@ class Metrics {
   prometheus::Gauge* outbox_bytes_;
   prometheus::Gauge* storage_failed_;
   prometheus::Gauge* corrupt_skipped_;
+  prometheus::Gauge* tls_reload_failed_;
   std::vector<prometheus::Histogram*> request_duration_;
   prometheus::Histogram* lateness_;
   prometheus::Histogram* storage_write_;

@@ -1,13 +1,13 @@
 // The gRPC server credentials of lawnd's main port: plaintext, TLS, or mutual TLS (config section tls:).
 //
-// TLS uses gRPC's own TLS credentials with a FileWatcherCertificateProvider, which re-reads the certificate,
-// key and client CA files every kRefreshSeconds and switches to a new pair once it is consistent, so
-// certificates rotate without a restart; connections already open keep the certificate they started with.
-// The files are checked with OpenSSL before the server starts, so a missing file, a key that does not match
-// the certificate or a CA file without a certificate stops lawnd with a clear message instead of failing
-// every handshake later.
+// TLS uses gRPC's own TLS credentials with a FileWatcherCertificateProvider, which re-reads its files every
+// kTlsRefreshSeconds, so certificates rotate without a restart; connections already open keep the certificate
+// they started with. The provider does not read the operator's files (tls.cert_file, ...) but the copies a
+// TlsFileGuard keeps in <data_dir>/tls-active, which hold only files checked with OpenSSL: a broken file (a
+// key that does not match the certificate, garbage, a missing file) stops lawnd at start with a clear message
+// and, later, is logged and ignored while the previous certificate keeps serving (server/tls_files.h).
 //
-// Thread-safety: a pure function of the options and the files.
+// Thread-safety: called once, from the thread that starts the server.
 #pragma once
 
 #include <memory>
@@ -15,12 +15,18 @@
 #include "absl/status/statusor.h"
 #include "config/options.h"
 #include "grpcpp/security/server_credentials.h"
+#include "server/tls_files.h"
 
 namespace lawn {
 
+class Metrics;
+
 inline constexpr unsigned kTlsRefreshSeconds = 1;
 
-// Plaintext if options.tls_cert_file is empty. Errors: FAILED_PRECONDITION naming the file and the problem.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Options& options);
+// Plaintext if options.tls_cert_file is empty. Otherwise starts a TlsFileGuard and stores it in `*guard`;
+// the guard must outlive the server built with the credentials. Errors: FAILED_PRECONDITION naming the file
+// and the problem, or the directory that cannot be made.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Options& options, Metrics& metrics,
+                                                                               std::unique_ptr<TlsFileGuard>* guard);
 
 }  // namespace lawn

@@ -1,7 +1,8 @@
 // TLS and mutual TLS against the real lawnd: the handshake refuses plaintext clients, untrusted and expired
 // certificates and (with tls.client_ca_file) clients without a certificate from that CA; a client
-// certificate's subject authenticates alone; certificates rotate without a restart; the plaintext health
-// listener keeps probes working and serves nothing else.
+// certificate's subject authenticates alone; certificates rotate without a restart, and broken files written
+// after start (a key that does not match, garbage, a missing file) are logged and ignored while the previous
+// certificate keeps serving; the plaintext health listener keeps probes working and serves nothing else.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -39,7 +40,7 @@ class TlsTest : public ::testing::Test {
     std::filesystem::copy_file(Cert("server.key"), dir_.path() + "/tls.key");
     std::vector<std::string> args = {"--tls-cert-file", dir_.path() + "/tls.crt", "--tls-key-file",
                                      dir_.path() + "/tls.key", "--durability", "memory",
-                                     "--health-listen", "127.0.0.1:0"};
+                                     "--health-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"};
     if (mutual) {
       args.push_back("--tls-client-ca-file");
       args.push_back(Cert("ca.crt"));
@@ -67,6 +68,38 @@ class TlsTest : public ::testing::Test {
     const std::string log = lawnd_->Log();
     const size_t at = log.find("grpc.health.v1 only) on 127.0.0.1:");
     return at == std::string::npos ? 0 : std::stoi(log.substr(at + std::string("grpc.health.v1 only) on 127.0.0.1:").size()));
+  }
+
+  // lawn_tls_reload_failed, or -1 if /metrics does not answer.
+  double TlsReloadFailed() const {
+    return MetricSample(HttpGet(MetricsPortFromLog(lawnd_->Log()), "/metrics"), "lawn_tls_reload_failed");
+  }
+
+  // Replaces `name` in the test dir with `contents` by a rename, as an editor or a copy tool would.
+  void Replace(const std::string& name, const std::string& contents) {
+    WriteFile(dir_.path() + "/" + name + ".new", contents);
+    std::filesystem::rename(dir_.path() + "/" + name + ".new", dir_.path() + "/" + name);
+  }
+
+  bool LogHas(const std::string& text) const { return lawnd_->Log().find(text) != std::string::npos; }
+
+  // New connections trusting `ca` keep working for a few of lawnd's and gRPC's 1 s file checks.
+  void ExpectServingFor(const std::string& ca, int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      EXPECT_TRUE(GetStats(Channel(TlsCredentials(Cert(ca)))).ok()) << "second " << i;
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // Nothing to await: the point is that nothing changes.
+    }
+  }
+
+  // Waits until a new connection trusting `ca` works; sleeps between attempts since each failed handshake logs.
+  bool WaitServingWith(const std::string& ca) {
+    return WaitFor(
+        [&] {
+          if (GetStats(Channel(TlsCredentials(Cert(ca)))).ok()) return true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          return false;
+        },
+        std::chrono::seconds(30));
   }
 
   TempDir dir_;
@@ -152,6 +185,46 @@ TEST_F(TlsTest, CertificateRotatesWithoutRestart) {
   EXPECT_EQ(lawnd_->pid() > 0, true);
 }
 
+TEST_F(TlsTest, KeyNotMatchingTheCertificateIsIgnoredUntilAValidPairArrives) {
+  StartLawnd(false);
+  EXPECT_EQ(TlsReloadFailed(), 0);
+  // gRPC reads lawnd's private, checked copy, never the operator's files.
+  const std::filesystem::path active = dir_.path() + "/data/tls-active";
+  EXPECT_EQ(std::filesystem::status(active).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+  EXPECT_TRUE(std::filesystem::exists(active / "current" / "tls.key"));
+  Replace("tls.key", ReadText(Cert("other-server.key")));
+  EXPECT_TRUE(WaitFor([&] { return LogHas("the key does not match the certificate"); })) << lawnd_->Log();
+  EXPECT_EQ(TlsReloadFailed(), 1);
+  ExpectServingFor("ca.crt", 3);
+  // A valid pair replaces it (both files replaced at once, e.g. by a Secret update).
+  Replace("tls.crt", ReadText(Cert("other-server.crt")));
+  EXPECT_TRUE(WaitServingWith("other-ca.crt")) << lawnd_->Log();
+  EXPECT_TRUE(WaitFor([&] { return TlsReloadFailed() == 0; }));
+  EXPECT_EQ(GetStats(Channel(TlsCredentials(Cert("ca.crt")))).error_code(), StatusCode::UNAVAILABLE);
+  // The warning was logged once for that broken version, not once a second.
+  const std::string log = lawnd_->Log();
+  EXPECT_EQ(log.find("the key does not match"), log.rfind("the key does not match")) << log;
+}
+
+TEST_F(TlsTest, GarbageOrMissingFilesAreIgnoredAndTheOldPairKept) {
+  StartLawnd(false);
+  const std::string certificate = ReadText(dir_.path() + "/tls.crt");
+  Replace("tls.crt", "this is not a certificate\n");
+  EXPECT_TRUE(WaitFor([&] { return LogHas("no PEM certificate in the file"); })) << lawnd_->Log();
+  EXPECT_EQ(TlsReloadFailed(), 1);
+  ExpectServingFor("ca.crt", 3);
+  Replace("tls.crt", certificate);
+  std::filesystem::remove(dir_.path() + "/tls.key");
+  EXPECT_TRUE(WaitFor([&] { return LogHas("(" + dir_.path() + "/tls.key): cannot open the file"); })) << lawnd_->Log();
+  ExpectServingFor("ca.crt", 2);
+  // The same pair back: nothing to publish, the failure clears.
+  std::filesystem::copy_file(Cert("server.key"), dir_.path() + "/tls.key");
+  EXPECT_TRUE(WaitFor([&] { return LogHas("the files are valid again"); })) << lawnd_->Log();
+  EXPECT_EQ(TlsReloadFailed(), 0);
+  EXPECT_TRUE(GetStats(Channel(TlsCredentials(Cert("ca.crt")))).ok());
+}
+
 TEST_F(TlsTest, PlaintextHealthListenerServesHealthOnly) {
   StartLawnd(true);
   const int port = HealthPort();
@@ -175,6 +248,13 @@ TEST_F(TlsTest, BadTlsFilesStopLawndWithTheirName) {
   EXPECT_NE(missing.Log().find("tls.cert_file"), std::string::npos) << missing.Log();
   LawndProcess half(dir_.path() + "/data", {"--tls-cert-file", Cert("server.crt"), "--durability", "memory"});
   EXPECT_EQ(half.RunToExit(std::chrono::seconds(30)), 2);
+  // lawnd keeps a checked copy of the files in <data_dir>/tls-active: without it, no TLS.
+  std::filesystem::create_directory(dir_.path() + "/data2");
+  WriteFile(dir_.path() + "/data2/tls-active", "a file where lawnd wants its directory");
+  LawndProcess no_dir(dir_.path() + "/data2", {"--tls-cert-file", Cert("server.crt"), "--tls-key-file",
+                                                Cert("server.key"), "--durability", "memory"});
+  EXPECT_EQ(no_dir.RunToExit(std::chrono::seconds(30)), 1);
+  EXPECT_NE(no_dir.Log().find("tls-active): it exists and is not a directory"), std::string::npos) << no_dir.Log();
 }
 
 }  // namespace
