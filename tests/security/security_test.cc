@@ -259,7 +259,8 @@ TEST_F(SecurityTest, StartTimersChecksEachItem) {
     item->mutable_ttl()->set_seconds(60);
   }
   v1::StartTimersResponse response;
-  ASSERT_TRUE(stub_->StartTimers(Context(TokenOf("start")).get(), request, &response).ok());
+  const grpc::Status s = stub_->StartTimers(Context(TokenOf("start")).get(), request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message() << "\nlawnd log:\n" << lawnd_->Log();
   ASSERT_EQ(response.results_size(), 3);
   EXPECT_EQ(response.results(0).code(), 0);
   EXPECT_EQ(response.results(1).code(), static_cast<int>(StatusCode::PERMISSION_DENIED));
