@@ -202,7 +202,8 @@ TEST_F(SecurityTest, NoOrUnknownTokenIsUnauthenticatedHealthAndReflectionStayOpe
 }
 
 TEST_F(SecurityTest, DeniedCallersLearnNothingAndLeaveNoTrace) {
-  StartLawnd();
+  // A limit on every namespace: a denied start must not reach the limiter either (no bucket, no series).
+  StartLawnd("rate_limits:\n  - namespaces: [\"*\"]\n    starts_per_second: 1000\n");
   ASSERT_TRUE(Start(TokenOf("billing-all"), "billing", "exists").ok());
   // Same answer whether the timer exists or not.
   v1::GetTimerRequest get;
@@ -225,6 +226,10 @@ TEST_F(SecurityTest, DeniedCallersLearnNothingAndLeaveNoTrace) {
   ASSERT_TRUE(stub_->GetStats(Context(TokenOf("admin")).get(), v1::GetStatsRequest(), &stats).ok());
   EXPECT_EQ(stats.pending_timers(), 1u);
   for (const auto& n : stats.namespaces()) EXPECT_EQ(n.namespace_().rfind("secret", 0), std::string::npos) << n.namespace_();
+  // Nor in the metrics: no series names a namespace a denied caller tried.
+  const std::string metrics = HttpGet(MetricsPortFromLog(lawnd_->Log()), "/metrics");
+  ASSERT_NE(metrics.find("lawn_auth_denials_total"), std::string::npos);
+  EXPECT_EQ(metrics.find("secret"), std::string::npos) << metrics;
 }
 
 TEST_F(SecurityTest, GetStatsShowsOnlyReadableNamespaces) {
