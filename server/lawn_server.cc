@@ -194,7 +194,10 @@ absl::Status LawnServer::Start() {
     health_builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100);
     health_server_ = health_builder.BuildAndStart();
     if (health_server_ == nullptr || health_port_ == 0) {
+      // Undone like a failed main port: no server left for the destructor's drain.
       server_->Shutdown();
+      server_.reset();
+      health_server_.reset();
       runtime_->Stop();
       return absl::UnavailableError("cannot listen on " + options_.health_listen +
                                     " (config key health_listen, flag --health-listen)");

@@ -237,6 +237,13 @@ TEST_F(TlsTest, PlaintextHealthListenerServesHealthOnly) {
   EXPECT_EQ(ReflectionCall(lawnd_->channel()), StatusCode::OK);
 }
 
+TEST_F(TlsTest, HealthPortInUseStopsLawnd) {
+  RefusingPort taken;
+  LawndProcess lawnd(dir_.path() + "/data", {"--health-listen", taken.address(), "--durability", "memory"});
+  EXPECT_EQ(lawnd.RunToExit(std::chrono::seconds(30)), 1);
+  EXPECT_NE(lawnd.Log().find("config key health_listen"), std::string::npos) << lawnd.Log();
+}
+
 TEST_F(TlsTest, BadTlsFilesStopLawndWithTheirName) {
   LawndProcess mismatched(dir_.path() + "/data", {"--tls-cert-file", Cert("server.crt"), "--tls-key-file",
                                                   Cert("client.key"), "--durability", "memory"});
