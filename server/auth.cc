@@ -2,7 +2,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-#include <sys/stat.h>
 
 #include <chrono>
 
@@ -16,12 +15,6 @@ namespace lawn {
 namespace {
 
 constexpr auto kWatchPeriod = std::chrono::seconds(1);
-
-Authenticator::FileVersion VersionOf(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {};
-  return {st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
 
 // The token of "authorization: Bearer <token>", or empty.
 std::string_view BearerToken(const grpc::ServerContextBase& context) {
@@ -56,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const std::
   std::shared_ptr<const AccessPolicy> policy;
   FileVersion version;
   if (!tokens_file.empty()) {
-    version = VersionOf(tokens_file);  // Before reading: a change meanwhile is seen by the watcher.
+    version = FileVersion::Of(tokens_file);  // Before reading: a change meanwhile is seen by the watcher.
     absl::StatusOr<AccessPolicy> loaded = LoadAccessPolicy(tokens_file);
     if (!loaded.ok()) return loaded.status();
     policy = std::make_shared<const AccessPolicy>(std::move(*loaded));
@@ -76,10 +69,7 @@ void Authenticator::SetReloadListener(std::function<void()> listener) {
 }
 
 Authenticator::~Authenticator() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
+  stop_.Notify();
   if (watcher_.joinable()) watcher_.join();
 }
 
@@ -101,12 +91,8 @@ void Authenticator::WatchLoop(FileVersion seen) {
   // The version whose reload failed (has_failed), so it is logged once, not every second.
   bool has_failed = false;
   FileVersion failed;
-  absl::MutexLock lock(&mu_);
-  while (!stop_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(kWatchPeriod));
-    if (stop_) break;
-    mu_.Unlock();
-    const FileVersion now = VersionOf(path_);
+  while (!stop_.WaitForNotificationWithTimeout(absl::FromChrono(kWatchPeriod))) {
+    const FileVersion now = FileVersion::Of(path_);
     std::shared_ptr<const AccessPolicy> fresh;
     if (!(now == seen) && !(has_failed && now == failed)) {
       absl::StatusOr<AccessPolicy> loaded = LoadAccessPolicy(path_);
@@ -129,7 +115,6 @@ void Authenticator::WatchLoop(FileVersion seen) {
       absl::MutexLock listener(&listener_mu_);
       if (listener_) listener_();  // Outside mu_: the listener authorizes (policy() takes mu_).
     }
-    mu_.Lock();
   }
 }
 

@@ -17,8 +17,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "config/access_policy.h"
 #include "grpcpp/grpcpp.h"
+#include "server/file_version.h"
 
 namespace lawn {
 
@@ -53,15 +55,6 @@ class Caller {
 
 class Authenticator {
  public:
-  // What identifies a version of the tokens file: Kubernetes replaces a mounted Secret by swapping a
-  // symlink, which stat() follows, so the inode changes too. size -1: the file is missing.
-  struct FileVersion {
-    uint64_t dev = 0;
-    uint64_t ino = 0;
-    int64_t size = -1;
-    int64_t mtime_ns = 0;
-    bool operator==(const FileVersion&) const = default;
-  };
 
   // Loads `tokens_file` ("" = authentication off) and, if set, starts watching it (checked every second).
   // Errors: the file cannot be read or parsed (lawnd refuses to start).
@@ -100,7 +93,7 @@ class Authenticator {
   Metrics* const metrics_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const AccessPolicy> policy_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Notification stop_;
   absl::Mutex listener_mu_;  // Held while the listener runs, so that clearing it waits for a running call.
   std::function<void()> listener_ ABSL_GUARDED_BY(listener_mu_);
   std::thread watcher_;

@@ -241,14 +241,7 @@ TlsFileGuard::Versions TlsFileGuard::StatFiles(const Options& options) {
   Versions versions;
   const std::string* paths[] = {&options.tls_cert_file, &options.tls_key_file, &options.tls_client_ca_file};
   for (size_t i = 0; i < versions.size(); ++i) {
-    if (paths[i]->empty()) continue;
-    struct stat st;
-    if (stat(paths[i]->c_str(), &st) != 0) {
-      versions[i].error = errno;
-      continue;
-    }
-    versions[i] = {st.st_dev, st.st_ino, st.st_size,
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, 0};
+    if (!paths[i]->empty()) versions[i] = FileVersion::Of(*paths[i]);
   }
   return versions;
 }

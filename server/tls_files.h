@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "config/options.h"
+#include "server/file_version.h"
 
 namespace lawn {
 
@@ -84,15 +85,6 @@ class TlsFileGuard {
   const std::string& directory() const { return root_; }
 
  private:
-  // What stat says about one file; `error` is the errno of a failed stat (then the rest is 0).
-  struct FileVersion {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    off_t size = 0;
-    int64_t mtime_ns = 0;
-    int error = 0;
-    bool operator==(const FileVersion&) const = default;
-  };
   using Versions = std::array<FileVersion, 3>;  // cert, key, client CA
   struct Retired {
     std::string dir;
