@@ -110,11 +110,12 @@ absl::Status ApplyRateLimits(const YAML::Node& list, Options& options) {
         const std::string text = value.IsScalar() ? value.Scalar() : "";
         const bool digits = !text.empty() && text.size() <= 10 &&
                             text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || std::stoull(text) < 1 || std::stoull(text) > 1'000'000'000) {
+        const uint64_t burst = digits ? std::stoull(text) : 0;  // At most 10 digits: no overflow.
+        if (burst < 1 || burst > 1'000'000'000) {
           return absl::InvalidArgumentError(where + "burst: \"" + text +
                                             "\" is not allowed; use a whole number in 1..1000000000");
         }
-        limit.burst = std::stoull(text);
+        limit.burst = burst;
       } else {
         return absl::InvalidArgumentError(where + "unknown key '" + key +
                                           "'; known keys: namespaces, starts_per_second, burst");
