@@ -10,6 +10,7 @@
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/impl/server_builder_plugin.h"
 #include "grpcpp/generic/async_generic_service.h"
+#include "config/config.h"
 #include "grpcpp/resource_quota.h"
 #include "server/admin_service.h"
 #include "server/auth.h"
@@ -128,7 +129,7 @@ absl::Status LawnServer::Start() {
     rocksdb = opened->get();
     store = std::move(*opened);
   }
-  metrics_ = std::make_unique<Metrics>(options_.shards);
+  metrics_ = std::make_unique<Metrics>(options_.shards, DurabilityName(options_.durability));
   if (!options_.metrics_listen.empty()) {
     if (absl::Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
     spdlog::info("metrics on http://{}:{}/metrics", HostOf(options_.metrics_listen), metrics_->port());

@@ -17,7 +17,12 @@ constexpr const char* kRpcNames[] = {"StartTimer", "StartTimers",    "DeleteTime
 
 }  // namespace
 
-Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Registry>()) {
+const std::vector<double>& Metrics::LatenessBuckets() {
+  static const std::vector<double> buckets(kLatencyBuckets.begin(), kLatencyBuckets.end());
+  return buckets;
+}
+
+Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::make_shared<prometheus::Registry>()) {
   auto& pending = prometheus::BuildGauge()
                       .Name("lawn_pending_timers")
                       .Help("Pending timers by shard and structure (lawn: TTL buckets, wheel: timing wheel)")
@@ -118,6 +123,17 @@ Metrics::Metrics(uint32_t shards) : registry_(std::make_shared<prometheus::Regis
                    .Help("Time from a timer's deadline to handing its expiration to a subscriber (first attempt)")
                    .Register(*registry_)
                    .Add({}, kLatencyBuckets);
+  fired_lateness_ = &prometheus::BuildHistogram()
+                         .Name("lawn_fired_lateness_seconds")
+                         .Help("fired_at - deadline of each firing (first firing of each deadline), recorded once "
+                               "the firing is written; by durability mode")
+                         .Register(*registry_)
+                         .Add({{"durability", std::string(durability)}}, LatenessBuckets());
+  late_ = &prometheus::BuildCounter()
+               .Name("lawn_late_expirations_total")
+               .Help("Firings more than 1 s (or one tick, if longer) after their deadline: the `late` flag")
+               .Register(*registry_)
+               .Add({});
   storage_write_ = &prometheus::BuildHistogram()
                         .Name("lawn_storage_write_duration_seconds")
                         .Help("Duration of one group-committed storage write (including fsync in sync mode)")

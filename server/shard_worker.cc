@@ -18,6 +18,12 @@ constexpr uint64_t kBlockedRetryNs = 100'000'000;
 // Bytes a round may write beyond what the guard admits up front (several max-size requests). Checked before
 // the round changes memory, so the write itself is refused by the guard only in a narrow, fatal band.
 constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
+// While the commit thread is busy the worker keeps adding to the open round, up to these bounds; then it
+// waits, so the command queue (and the backpressure read from it) fills instead. Small bounds keep the
+// firings of a round from waiting behind a long write (a 2 MiB batch is a few ms of RocksDB inserts), and a
+// round well inside kRoundHeadroomBytes.
+constexpr size_t kMaxRoundCommands = 1024;
+constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
 
 }  // namespace
 
@@ -29,11 +35,18 @@ ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& r
       sync_mode_(sync_mode),
       late_after_ns_(std::max<uint64_t>(kLateAfterNs, options.tick_ns)),
       shard_(options),
+      open_(std::make_unique<ShardRound>()),
       delivery_ids_(index) {}
 
 ShardWorker::~ShardWorker() { Stop(); }
 
-void ShardWorker::Start() { thread_ = std::thread([this] { Run(); }); }
+void ShardWorker::Start() {
+  if (store_ != nullptr) {
+    spare_ = std::make_unique<ShardRound>();
+    commit_thread_ = std::thread([this] { CommitLoop(); });
+  }
+  thread_ = std::thread([this] { Run(); });
+}
 
 void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
   bool wake;
@@ -63,6 +76,7 @@ void ShardWorker::Stop() {
     stopping_ = true;
   }
   cv_.notify_one();
+  // The worker drains and ends the commit thread before it returns.
   if (thread_.joinable()) thread_.join();
 }
 
@@ -96,20 +110,33 @@ void ShardWorker::Run() {
   std::vector<std::unique_ptr<ShardCommand>> commands;
   while (true) {
     bool stop = false;
+    bool full = false;
     {
       std::unique_lock lock(mu_);
-      while (queue_.empty() && !stopping_) {
+      while (true) {
+        // A round applied while the commit thread was busy goes over as soon as it is free.
+        if (!open_->empty() && !commit_busy_) break;
+        full = OpenRoundFull();
+        if (stopping_ || (!full && !queue_.empty())) break;
+        sleeping_ = true;
+        if (full) {
+          // Take nothing more until the commit thread is done with the round before; it wakes us.
+          cv_.wait(lock);
+          sleeping_ = false;
+          continue;
+        }
         if (expiry_blocked_) {
           // The free-space guard (or a storage failure) refused the last expiry: due timers stay pending.
           // Retry after a pause instead of spinning on deadlines that are already past.
-          sleeping_ = true;
           cv_.wait_for(lock, std::chrono::nanoseconds(kBlockedRetryNs));
           sleeping_ = false;
           break;
         }
         const std::optional<uint64_t> next = expiry_enabled_ ? shard_.NextDeadlineNs() : std::nullopt;
-        if (next && *next <= TimeBase::MonoNowNs()) break;
-        sleeping_ = true;
+        if (next && *next <= TimeBase::MonoNowNs()) {
+          sleeping_ = false;
+          break;
+        }
         if (next) {
           // Capped: libstdc++ converts the time point to a timespec, which far-future deadlines overflow.
           const uint64_t cap = TimeBase::MonoNowNs() + kMaxSleepNs;
@@ -119,26 +146,38 @@ void ShardWorker::Run() {
         }
         sleeping_ = false;
       }
-      commands.swap(queue_);
-      queued_.store(0, std::memory_order_relaxed);
       stop = stopping_;
+      full = !stop && OpenRoundFull();
+      if (!full) {
+        commands.swap(queue_);
+        queued_.store(0, std::memory_order_relaxed);
+      }
     }
-    if (!commands.empty() || !stop) RunRound(commands, !stop);
+    if (!commands.empty() || (!stop && !full)) Apply(commands, /*expire=*/!stop && !full);
     commands.clear();
-    if (stop) return;
+    if (store_ == nullptr) {
+      Commit(*open_);
+      open_->Clear();
+    } else {
+      TryHandOff();
+    }
+    if (stop) {
+      DrainCommits();
+      return;
+    }
   }
 }
 
-void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire) {
+void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire) {
   now_mono_ns_ = TimeBase::MonoNowNs();
-  counters_ = RoundCounters{};
-  batch_.Clear();
-  deliveries_.clear();
-  // The free-space guard is checked before anything changes in memory: a refused round has nothing to undo.
+  // The free-space guard is checked before anything changes in memory: a refused command has nothing to undo.
   admission_ = runtime_.write_failed() ? runtime_.write_status()
                : store_ != nullptr      ? store_->CheckSpace(kRoundHeadroomBytes)
                                         : absl::OkStatus();
-  for (auto& command : commands) command->Apply(*this);
+  for (auto& command : commands) {
+    command->Apply(*this);
+    open_->commands.push_back(std::move(command));
+  }
   bool expiry_enabled;
   {
     std::lock_guard lock(mu_);
@@ -147,46 +186,16 @@ void ShardWorker::RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands,
   // Expiry also writes: with the guard refusing, due timers simply stay pending until space returns.
   expiry_blocked_ = expire && expiry_enabled && !admission_.ok();
   if (expire && expiry_enabled && admission_.ok()) Expire();
-
-  absl::Status written = absl::OkStatus();
-  if (store_ != nullptr && !batch_.empty()) {
-    const uint64_t write_start = TimeBase::MonoNowNs();
-    written = store_->Write(batch_, sync_mode_);
-    if (Metrics* m = runtime_.metrics()) {
-      m->storage_write_duration().Observe(static_cast<double>(TimeBase::MonoNowNs() - write_start) * 1e-9);
-      if (sync_mode_ == SyncMode::kSync) m->storage_syncs().Increment();
-    }
-    if (!written.ok()) runtime_.ReportWriteFailure(written);
-  }
-  for (auto& command : commands) command->Done(written);
-  if (!written.ok()) {
-    // Nothing fired this round is acknowledged; the disk still has the timers. Return the outbox room.
-    for (auto& [ns, d] : deliveries_) ns->outbox.Unreserve(1, d.Charge());
-    deliveries_.clear();
-    return;
-  }
-  PublishMetrics(deliveries_.size());
-
-  // Publish per namespace in one call each (deliveries_ is grouped by the order timers fired).
-  size_t i = 0;
-  while (i < deliveries_.size()) {
-    NamespaceState* ns = deliveries_[i].first;
-    std::vector<Delivery> group;
-    while (i < deliveries_.size() && deliveries_[i].first == ns) group.push_back(std::move(deliveries_[i++].second));
-    ns->outbox.Publish(std::move(group), /*reserved=*/true);
-  }
-  deliveries_.clear();
+  PublishGauges();
 }
 
-void ShardWorker::PublishMetrics(uint64_t expired) {
+bool ShardWorker::OpenRoundFull() const {
+  return open_->commands.size() >= kMaxRoundCommands || open_->batch.ByteSize() >= kMaxRoundBytes;
+}
+
+void ShardWorker::PublishGauges() {
   Metrics* m = runtime_.metrics();
   if (m == nullptr) return;
-  if (counters_.starts != 0) m->starts().Increment(static_cast<double>(counters_.starts));
-  if (counters_.deletes != 0) m->deletes().Increment(static_cast<double>(counters_.deletes));
-  if (counters_.reschedules != 0) m->reschedules().Increment(static_cast<double>(counters_.reschedules));
-  if (expired != 0) m->expirations().Increment(static_cast<double>(expired));
-  if (counters_.skipped != 0) m->skipped_firings().Increment(static_cast<double>(counters_.skipped));
-  if (counters_.held != 0) m->held_expirations().Increment(static_cast<double>(counters_.held));
   m->held_timers(index_).Set(static_cast<double>(shard_.held()));
   m->pending_lawn(index_).Set(static_cast<double>(shard_.lawn_pending()));
   m->pending_wheel(index_).Set(static_cast<double>(shard_.wheel_pending()));

@@ -2,11 +2,19 @@
 //
 // Commands arrive on a multi-producer queue (a mutex and a vector private to this worker: no lock is shared
 // between shards). The worker is tickless: it sleeps until the earlier of the shard's next deadline and the
-// next command. Each round group-commits: every command queued since the last round plus the expiry of due
-// timers becomes one storage write (one fsync in `sync` durability) before any of them is answered or any
-// expiration is handed to the outbox.
+// next command. It applies commands and fires due timers into an open round (ShardRound); each round
+// group-commits: its storage operations become one write (one fsync in `sync` durability) before any of its
+// commands is answered or any of its expirations is handed to the outbox.
 //
-// Thread-safety: Submit and Stop may be called from any thread; everything else runs on the worker thread.
+// With a store, rounds are committed by a second thread per shard, a pipeline of depth one: while the commit
+// thread writes and syncs round N, the worker goes on applying commands and firing timers into round N+1,
+// which it hands over as soon as round N is done. Rounds are committed in order, so every answer (reads
+// included) follows the write of everything it could have seen. A failed write fails every later round too
+// (the runtime refuses writes from then on), since those were applied on top of it. Without a store (memory
+// durability) the worker answers each round itself.
+//
+// Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods and
+// the shard run on the worker thread, the commit of a round on the commit thread.
 #pragma once
 
 #include <atomic>
@@ -23,6 +31,7 @@
 #include "server/delivery.h"
 #include "server/delivery_ids.h"
 #include "server/shard_command.h"
+#include "server/shard_round.h"
 #include "storage/store_batch.h"
 #include "storage/timer_store.h"
 
@@ -52,7 +61,7 @@ class ShardWorker final : private ShardContext {
  private:
   // ShardContext
   Shard& shard() override { return shard_; }
-  StoreBatch* batch() override { return store_ != nullptr ? &batch_ : nullptr; }
+  StoreBatch* batch() override { return store_ != nullptr ? &open_->batch : nullptr; }
   uint64_t now_mono_ns() const override { return now_mono_ns_; }
   uint32_t shard_index() const override { return index_; }
   Runtime& runtime() override { return runtime_; }
@@ -60,13 +69,27 @@ class ShardWorker final : private ShardContext {
   absl::StatusOr<NamespaceState*> AcquireNamespace(std::string_view name) override;
   void ForgetNamespace(const NamespaceState* ns) override;
   const absl::Status& write_admission() const override { return admission_; }
-  RoundCounters& counters() override { return counters_; }
+  RoundCounters& counters() override { return open_->counters; }
   void ReleaseHeld(NamespaceState* ns) override;
-  void PublishMetrics(uint64_t expired);
+  // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
+  void PublishGauges();
+  void PublishCounters(const RoundCounters& counters, uint64_t expired);
+  // fired_at - deadline of a committed round's firings (lawn_fired_lateness_seconds), one observation call.
+  void ObserveLateness(const std::vector<std::pair<NamespaceState*, Delivery>>& deliveries);
 
   void Run();
-  void RunRound(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
-  // Fires due timers (and held timers whose outbox has room again) into the batch and `deliveries_`.
+  // Applies `commands` (moved into the open round) and, with `expire`, fires what is due.
+  void Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
+  // Whether the open round has grown so large that the worker waits for the commit thread before taking more.
+  bool OpenRoundFull() const;
+  // Hands the open round to the commit thread if it is free; returns whether it did.
+  bool TryHandOff();
+  // Waits for the commit thread to finish everything handed to it, hands over the open round, waits again.
+  void DrainCommits();
+  // The commit thread's loop, and one round's commit: write, answer, publish.
+  void CommitLoop();
+  void Commit(ShardRound& round);
+  // Fires due timers (and held timers whose outbox has room again) into the open round.
   void Expire();
   // Reserves outbox room for a due timer, or decides to hold (one-shot) or skip (recurring) it.
   AdmitDecision Admit(const TimerView& t);
@@ -79,15 +102,13 @@ class ShardWorker final : private ShardContext {
   const SyncMode sync_mode_;
   const uint64_t late_after_ns_;
   Shard shard_;
-  StoreBatch batch_;
+  std::unique_ptr<ShardRound> open_;  // Worker thread: the round being filled.
   uint64_t now_mono_ns_ = 0;
   absl::Status admission_;
-  RoundCounters counters_;
   DeliveryIds delivery_ids_;
   NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
-  std::vector<std::pair<NamespaceState*, Delivery>> deliveries_;  // Fired this round, published after the write.
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -97,7 +118,15 @@ class ShardWorker final : private ShardContext {
   bool stopping_ = false;                               // Guarded by mu_.
   bool expiry_enabled_ = false;                         // Guarded by mu_.
   bool expiry_blocked_ = false;                         // Worker thread only.
+  // The hand-over between worker and commit thread. The worker hands a round over only when commit_busy_ is
+  // false, so at most one round is being committed while the worker fills the other.
+  std::condition_variable commit_cv_;
+  std::unique_ptr<ShardRound> committing_;  // Guarded by mu_: handed over, not yet taken by the commit thread.
+  std::unique_ptr<ShardRound> spare_;       // Guarded by mu_: the round the commit thread gave back.
+  bool commit_busy_ = false;                // Guarded by mu_: from hand-over until that round is committed.
+  bool commit_exit_ = false;                // Guarded by mu_.
   std::thread thread_;
+  std::thread commit_thread_;
 };
 
 }  // namespace lawn

@@ -1,6 +1,6 @@
 // ShardWorker's expiry: admission of due timers against their namespace's outbox bound (fire, hold or
 // skip), and the records a firing writes (the timer out or re-armed, the expiration into the outbox) in the
-// round's batch. Runs on the worker thread, inside RunRound.
+// open round's batch. Runs on the worker thread, inside Apply.
 #include <algorithm>
 
 #include "server/runtime.h"
@@ -26,10 +26,10 @@ AdmitDecision ShardWorker::Admit(const TimerView& t) {
   // The outbox is full. Recurring timers skip this firing (and stay on their grid); one-shot timers wait in
   // the engine, pending, until acks make room (the runtime then asks every shard to release them).
   if (t.interval_ns != 0) {
-    counters_.skipped++;
+    open_->counters.skipped++;
     return {Admission::kSkip, (*ns)->index};
   }
-  counters_.held++;
+  open_->counters.held++;
   (*ns)->holding.store(true, std::memory_order_release);
   return {Admission::kHold, (*ns)->index};
 }
@@ -72,7 +72,7 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
     runtime_.total_pending_bytes().fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
   }
-  deliveries_.emplace_back(ns, std::move(d));
+  open_->deliveries.emplace_back(ns, std::move(d));
 }
 
 void ShardWorker::Expire() {

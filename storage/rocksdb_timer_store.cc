@@ -142,6 +142,42 @@ struct RocksDbTimerStore::Rep {
     return failed_status;
   }
 
+  // Group commit of synced writes across writers (one per shard): a `sync` Write appends without syncing,
+  // then waits for a WAL sync that started after its append. One writer at a time syncs (the leader) and the
+  // sync covers every write appended before it began, so concurrent shards share each fsync instead of
+  // queueing one after another in RocksDB's write groups. The last visible sequence number is published
+  // only after a write's WAL append, so a sync that begins once it covers a write's sequence covers its
+  // bytes.
+  absl::Mutex sync_mu;
+  absl::CondVar sync_cv;
+  bool syncing ABSL_GUARDED_BY(sync_mu) = false;
+  uint64_t synced_seq ABSL_GUARDED_BY(sync_mu) = 0;
+
+  // Returns once every write up to sequence `seq` is on stable storage (or the first failure).
+  absl::Status SyncTo(uint64_t seq) {
+    absl::MutexLock l(&sync_mu);
+    while (synced_seq < seq) {
+      if (syncing) {
+        sync_cv.Wait(&sync_mu);
+        continue;
+      }
+      syncing = true;
+      const uint64_t target = db->GetLatestSequenceNumber();
+      sync_mu.Unlock();
+      absl::Status st = Failed();
+      if (st.ok()) {
+        rocksdb::Status s = db->SyncWAL();
+        if (!s.ok()) st = Fail("rocksdb WAL sync failed", s);
+      }
+      sync_mu.Lock();
+      syncing = false;
+      if (st.ok()) synced_seq = std::max(synced_seq, target);
+      sync_cv.SignalAll();
+      if (!st.ok()) return st;
+    }
+    return Failed();
+  }
+
   // Free-space guard state.
   absl::Mutex guard_mu;
   std::chrono::steady_clock::time_point guard_checked_at ABSL_GUARDED_BY(guard_mu);
@@ -377,11 +413,13 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
   });
   if (!put_status.ok()) return FromRocks(put_status, "write: build batch");
   LAWN_RETURN_IF_ERROR(r.AdmitWrite(wb.GetDataSize()));
+  // Never synced by RocksDB itself: a `sync` write is made durable by the shared group commit (Rep::SyncTo).
   rocksdb::WriteOptions wo;
-  wo.sync = mode == SyncMode::kSync;
+  wo.sync = false;
   rocksdb::Status s = r.db->Write(wo, &wb);
   if (!s.ok()) return r.Fail("rocksdb write failed", s);
-  return absl::OkStatus();
+  if (mode != SyncMode::kSync) return absl::OkStatus();
+  return r.SyncTo(r.db->GetLatestSequenceNumber());
 }
 
 absl::Status RocksDbTimerStore::CheckSpace(uint64_t bytes) {

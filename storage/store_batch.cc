@@ -45,12 +45,14 @@ void StoreBatch::PutTimer(std::string_view key, int64_t deadline_unix_ns, uint64
   AppendVarint(&rep_, interval_ns);
   PutBytes(payload);
   ++count_;
+  needs_sync_ = true;
 }
 
 void StoreBatch::DeleteTimer(std::string_view key) {
   rep_.push_back(static_cast<char>(Op::kDeleteTimer));
   PutBytes(key);
   ++count_;
+  needs_sync_ = true;
 }
 
 void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns,
@@ -66,6 +68,7 @@ void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64
   AppendVarint(&rep_, ZigZagEncode(fired_at_unix_ns));
   AppendVarint(&rep_, attempt);
   ++count_;
+  needs_sync_ = true;
 }
 
 void StoreBatch::DeleteExpiration(uint64_t delivery_id) {

@@ -40,8 +40,12 @@ class StoreBatch {
   void Clear() {
     rep_.clear();
     count_ = 0;
+    needs_sync_ = false;
   }
   bool empty() const { return count_ == 0; }
+  // Whether a `sync` write of this batch must reach stable storage before it is acknowledged: false when it
+  // holds only expiration deletes (acks), whose loss in a crash means a redelivery, which at-least-once allows.
+  bool needs_sync() const { return needs_sync_; }
   size_t count() const { return count_; }
   size_t ByteSize() const { return rep_.size(); }
 
@@ -54,6 +58,7 @@ class StoreBatch {
 
   std::string rep_;
   size_t count_ = 0;
+  bool needs_sync_ = false;
 };
 
 }  // namespace lawn

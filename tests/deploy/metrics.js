@@ -9,6 +9,8 @@ const METRICS = {
   lawn_expirations_total: {type: 'counter', labels: []},
   lawn_request_duration_seconds: {type: 'histogram', labels: ['method']},
   lawn_expiry_lateness_seconds: {type: 'histogram', labels: []},
+  lawn_fired_lateness_seconds: {type: 'histogram', labels: ['durability']},
+  lawn_late_expirations_total: {type: 'counter', labels: []},
   lawn_outbox_expirations: {type: 'gauge', labels: ['namespace']},
   lawn_redeliveries_total: {type: 'counter', labels: []},
   lawn_subscribers: {type: 'gauge', labels: ['namespace']},

@@ -67,6 +67,8 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
       {"lawn_expirations_total", "counter"},
       {"lawn_request_duration_seconds", "histogram"},
       {"lawn_expiry_lateness_seconds", "histogram"},
+      {"lawn_fired_lateness_seconds", "histogram"},
+      {"lawn_late_expirations_total", "counter"},
       {"lawn_outbox_expirations", "gauge"},
       {"lawn_redeliveries_total", "counter"},
       {"lawn_subscribers", "gauge"},
@@ -92,6 +94,10 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
   EXPECT_GE(Sample(text, R"(lawn_expirations_total)"), 5);
   EXPECT_EQ(Sample(text, R"(lawn_subscribers\{namespace="m"\})"), 1);
   EXPECT_GE(Sample(text, R"(lawn_expiry_lateness_seconds_count)"), 5);
+  // Every firing is counted once its round is written, labelled with the durability mode (sync by default).
+  EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_count\{durability="sync"\})"), 5);
+  EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_bucket\{durability="sync",le="\+Inf"\})"), 5);
+  EXPECT_EQ(Sample(text, R"(lawn_late_expirations_total)"), 0);
   EXPECT_GE(Sample(text, R"(lawn_request_duration_seconds_count\{method="StartTimer"\})"), 6);
   EXPECT_GT(Sample(text, R"(lawn_storage_syncs_total)"), 0);
   double pending = 0;

@@ -1,0 +1,39 @@
+// ShardRound: what a shard worker has applied to memory and must still write, answer and publish.
+//
+// A round passes from the worker thread (which fills it while applying commands and firing timers) to the
+// shard's commit thread (which writes its batch, calls Done on its commands and publishes its expirations).
+// Each worker owns two rounds and swaps them, so filling one never allocates once both have grown.
+//
+// Thread-safety: none; a round belongs to one thread at a time, handed over under the worker's mutex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "server/delivery.h"
+#include "server/shard_command.h"
+#include "storage/store_batch.h"
+
+namespace lawn {
+
+class NamespaceState;
+
+struct ShardRound {
+  std::vector<std::unique_ptr<ShardCommand>> commands;  // Applied; answered after the write.
+  StoreBatch batch;
+  std::vector<std::pair<NamespaceState*, Delivery>> deliveries;  // Fired; published after the write.
+  RoundCounters counters;
+
+  bool empty() const { return commands.empty() && batch.empty() && deliveries.empty(); }
+  void Clear() {
+    commands.clear();
+    batch.Clear();
+    deliveries.clear();
+    counters = RoundCounters{};
+  }
+};
+
+}  // namespace lawn
