@@ -81,5 +81,23 @@ TEST(StoreBatchTest, ClearEmptiesTheBatchForReuse) {
   EXPECT_EQ(Entries(b)[0].key, "b");
 }
 
+// Acks (expiration deletes) alone are not worth an fsync; anything else in the batch is.
+TEST(StoreBatchTest, OnlyAckOnlyBatchesSkipTheSync) {
+  StoreBatch b;
+  EXPECT_FALSE(b.needs_sync());
+  b.DeleteExpiration(7);
+  b.DeleteExpiration(8);
+  EXPECT_FALSE(b.needs_sync());
+  b.DeleteTimer("k");
+  EXPECT_TRUE(b.needs_sync());
+  b.Clear();
+  EXPECT_FALSE(b.needs_sync());
+  b.PutTimer("a", 1, 2, 3, "p");
+  EXPECT_TRUE(b.needs_sync());
+  b.Clear();
+  b.PutExpiration(1, "a", 1, 2, 3, "p", 4, 0);
+  EXPECT_TRUE(b.needs_sync());
+}
+
 }  // namespace
 }  // namespace lawn
