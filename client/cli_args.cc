@@ -22,6 +22,7 @@ constexpr CommandSpec kCommands[] = {
     {"list", CliCommand::kList, false},     {"subscribe", CliCommand::kSubscribe, false},
     {"health", CliCommand::kHealth, false}, {"stats", CliCommand::kStats, false},
     {"checkpoint", CliCommand::kCheckpoint, true},
+    {"set-tick", CliCommand::kSetTick, true},
 };
 
 constexpr unsigned Bit(CliCommand c) { return 1u << static_cast<unsigned>(c); }
@@ -337,6 +338,9 @@ Commands:
   checkpoint <name>
       Back up the store: lawnd writes a consistent copy to <data_dir>/checkpoints/<name> (name: 1..64 of
       [a-z0-9._-]) and prints its path. Restore by starting lawnd with --data-dir pointing at a copy of it.
+  set-tick <duration>
+      Change the firing resolution of the running lawnd (1us..1s, e.g. 10ms) until its next restart; prints
+      the previous tick. Needs the admin permission.
 
 Global flags (before or after the command):
   --addr HOST:PORT   lawnd's address (default: $LAWN_ADDR, else 127.0.0.1:7070)

@@ -34,7 +34,8 @@ inline constexpr int kExitResourceExhausted = 7;
 // The exit code for a failed call with `code` (kExitOk for OK).
 int ExitCodeFor(absl::StatusCode code);
 
-enum class CliCommand { kHelp, kStart, kDelete, kGet, kReschedule, kList, kSubscribe, kHealth, kStats, kCheckpoint };
+enum class CliCommand { kHelp, kStart, kDelete, kGet, kReschedule, kList, kSubscribe, kHealth, kStats, kCheckpoint,
+                       kSetTick };
 
 struct CliArgs {
   CliCommand command = CliCommand::kHelp;

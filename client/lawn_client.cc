@@ -186,6 +186,19 @@ absl::StatusOr<std::string> LawnClient::CreateCheckpoint(const std::string& name
   return response.path();
 }
 
+absl::StatusOr<std::chrono::nanoseconds> LawnClient::SetTick(std::chrono::nanoseconds tick) {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::SetTickRequest request;
+  request.mutable_tick()->set_seconds(tick.count() / 1'000'000'000);
+  request.mutable_tick()->set_nanos(static_cast<int32_t>(tick.count() % 1'000'000'000));
+  v1::SetTickResponse response;
+  if (grpc::Status s = v1::AdminService::NewStub(channel_)->SetTick(&context, request, &response); !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return std::chrono::seconds(response.previous().seconds()) + std::chrono::nanoseconds(response.previous().nanos());
+}
+
 absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);

@@ -111,6 +111,9 @@ class LawnClient {
   absl::StatusOr<v1::GetStatsResponse> GetStats();
   // lawn.v1.AdminService.CreateCheckpoint: returns the checkpoint's path on lawnd's file system.
   absl::StatusOr<std::string> CreateCheckpoint(const std::string& name);
+  // lawn.v1.AdminService.SetTick: changes the firing resolution of the running lawnd (1us..1s); returns the
+  // previous tick.
+  absl::StatusOr<std::chrono::nanoseconds> SetTick(std::chrono::nanoseconds tick);
 
   // grpc.health.v1.Health/Check of `service` ("" = the whole server; lawnd also answers for
   // "lawn.v1.TimerService"). NOT_FOUND for a service lawnd does not know.

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/cli_args.h"
 #include "client/cli_output.h"
+#include "client/cli_values.h"
 #include "client/lawn_client.h"
 #include "client/proto_time.h"
 
@@ -217,6 +218,16 @@ int Run(const CliArgs& args, const sigset_t& stop_signals) {
       v1::CreateCheckpointResponse response;
       response.set_path(*path);
       return Print(args, response, "checkpoint written to " + *path);
+    }
+    case CliCommand::kSetTick: {
+      absl::StatusOr<std::chrono::nanoseconds> tick = ParseDurationArg(args.id);
+      if (!tick.ok()) return Fail(absl::InvalidArgumentError("set-tick: " + std::string(tick.status().message())));
+      absl::StatusOr<std::chrono::nanoseconds> previous = client->SetTick(*tick);
+      if (!previous.ok()) return Fail(previous.status());
+      v1::SetTickResponse response;
+      response.mutable_previous()->set_seconds(previous->count() / 1'000'000'000);
+      response.mutable_previous()->set_nanos(static_cast<int32_t>(previous->count() % 1'000'000'000));
+      return Print(args, response, "tick set to " + args.id + " (was " + std::to_string(previous->count()) + " ns)");
     }
     case CliCommand::kHelp:
       break;

@@ -7,6 +7,7 @@
 
 #include "server/metrics.h"
 #include "server/proto_convert.h"
+#include "server/runtime.h"
 #include "server/validation.h"
 #include "spdlog/spdlog.h"
 #include "storage/rocksdb_timer_store.h"
@@ -27,8 +28,13 @@ std::filesystem::path CheckpointsDir(const std::string& data_dir) {
 }  // namespace
 
 AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention,
-                                   Metrics* metrics, const Authenticator& auth)
-    : store_(store), data_dir_(std::move(data_dir)), retention_(retention), metrics_(metrics), auth_(auth) {
+                                   Metrics* metrics, const Authenticator& auth, Runtime& runtime)
+    : store_(store),
+      data_dir_(std::move(data_dir)),
+      retention_(retention),
+      metrics_(metrics),
+      auth_(auth),
+      runtime_(runtime) {
   if (store_ != nullptr && metrics_ != nullptr) {
     std::error_code ec;
     size_t count = 0;
@@ -38,6 +44,41 @@ AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_di
     }
     metrics_->checkpoints().Set(static_cast<double>(count));
   }
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::SetTick(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* raw_request,
+                                                    grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::SetTickRequest, v1::SetTickResponse>(raw_response, nullptr);
+  absl::StatusOr<Caller> caller = auth_.Authenticate(*context, "SetTick");
+  if (!caller.ok()) {
+    call->Reply(ToGrpcStatus(caller.status()));
+    return call;
+  }
+  if (grpc::Status s = ParseRequest(raw_request, "SetTick", &call->request); !s.ok()) {
+    call->Reply(s);
+    return call;
+  }
+  if (absl::Status s = auth_.Authorize(*caller, kPermAdmin, "", "SetTick"); !s.ok()) {
+    call->Reply(ToGrpcStatus(s));
+    return call;
+  }
+  // The bounds of the config key `tick`.
+  const google::protobuf::Duration& d = call->request.tick();
+  const bool normalized = d.nanos() >= 0 && d.nanos() <= 999'999'999 && d.seconds() >= 0;
+  const int64_t ns = normalized && d.seconds() <= 1 ? d.seconds() * 1'000'000'000 + d.nanos() : -1;
+  if (ns < 1'000 || ns > 1'000'000'000) {
+    call->Reply(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "tick: must be a normalized Duration from 1us to 1s, e.g. 1ms (the config key `tick`)"));
+    return call;
+  }
+  const uint64_t tick_ns = static_cast<uint64_t>(ns);
+  runtime_.SetTick(tick_ns, [call, tick_ns](uint64_t previous) {
+    SetDuration(previous, call->response.mutable_previous());
+    spdlog::info("tick changed from {} ns to {} ns by SetTick", previous, tick_ns);
+    call->Reply(grpc::Status::OK);
+  });
+  return call;
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServerContext* context,

@@ -25,21 +25,26 @@ namespace lawn {
 
 class Metrics;
 class RocksDbTimerStore;
+class Runtime;
 
 // On Service, not CallbackService: see TimerServiceBase in server/timer_service.h.
 class AdminServiceImpl final
-    : public v1::AdminService::WithRawCallbackMethod_CreateCheckpoint<v1::AdminService::Service> {
+    : public v1::AdminService::WithRawCallbackMethod_CreateCheckpoint<
+          v1::AdminService::WithRawCallbackMethod_SetTick<v1::AdminService::Service>> {
  public:
   // `store` is nullptr in `memory` durability; `metrics` may be nullptr; neither is owned. `retention`: how
   // many checkpoints to keep (0 = all). Every call needs the admin permission of `auth` (not owned).
   AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics,
-                   const Authenticator& auth);
+                   const Authenticator& auth, Runtime& runtime);
   ~AdminServiceImpl() override { Drain(); }
 
   // Raw: parses `raw_request` as a CreateCheckpointRequest; the answer is serialized into `raw_response`.
   grpc::ServerUnaryReactor* CreateCheckpoint(grpc::CallbackServerContext* context,
                                              const grpc::ByteBuffer* raw_request,
                                              grpc::ByteBuffer* raw_response) override;
+  // Raw: a SetTickRequest; answered once every shard runs on the new tick.
+  grpc::ServerUnaryReactor* SetTick(grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+                                    grpc::ByteBuffer* raw_response) override;
   // Waits for a running checkpoint.
   void Drain();
 
@@ -52,6 +57,7 @@ class AdminServiceImpl final
   const uint32_t retention_;
   Metrics* const metrics_;
   const Authenticator& auth_;
+  Runtime& runtime_;
   absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_ ABSL_GUARDED_BY(mu_);  // The last checkpoint's thread; joined before the next starts.

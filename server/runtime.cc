@@ -28,7 +28,8 @@ Runtime::Runtime(const Options& options, std::unique_ptr<TimerStore> store, Metr
     : options_(options),
       store_(std::move(store)),
       metrics_(metrics),
-      namespaces_(LimitsOf(options)) {}
+      namespaces_(LimitsOf(options)),
+      tick_ns_(static_cast<uint64_t>(options.tick.count())) {}
 
 Runtime::~Runtime() { Stop(); }
 
@@ -106,6 +107,17 @@ void Runtime::MaybeReleaseHeld(NamespaceState* ns) {
   // A shard that cannot fire them all holds the rest again and sets `holding` again.
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
     Submit(shard, std::make_unique<ReleaseCommand>(ns));
+  }
+}
+
+void Runtime::SetTick(uint64_t tick_ns, std::function<void(uint64_t previous)> done) {
+  // Serialized, so that two calls reach every shard in the same order and all shards end on the same tick.
+  absl::MutexLock lock(&tick_mu_);
+  const uint64_t previous = tick_ns_.exchange(tick_ns, std::memory_order_relaxed);
+  auto state = std::make_shared<SetTickCommand::State>(
+      workers_.size(), [done = std::move(done), previous] { done(previous); });
+  for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
+    Submit(shard, std::make_unique<SetTickCommand>(tick_ns, state));
   }
 }
 

@@ -76,6 +76,10 @@ class Runtime {
   void PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids);
   // Asks every shard to offer the timers it holds for `ns` again, if some are held and the outbox has room.
   void MaybeReleaseHeld(NamespaceState* ns);
+  // Changes every shard's tick (`tick_ns` in 1us..1s, checked by the caller); calls `done` with the previous
+  // tick (on a worker or commit thread) once every shard runs on the new one.
+  void SetTick(uint64_t tick_ns, std::function<void(uint64_t previous)> done);
+  uint64_t tick_ns() const { return tick_ns_.load(std::memory_order_relaxed); }
 
   Namespaces& namespaces() { return namespaces_; }
   const TimeBase& time() const { return time_; }
@@ -108,6 +112,8 @@ class Runtime {
   Namespaces namespaces_;
   std::vector<std::unique_ptr<ShardWorker>> workers_;
   std::atomic<uint64_t> total_pending_{0};
+  absl::Mutex tick_mu_;  // Serializes SetTick.
+  std::atomic<uint64_t> tick_ns_;
   std::atomic<uint64_t> total_pending_bytes_{0};  // Id + payload bytes of the pending timers.
   uint64_t boot_epoch_ = 0;
 

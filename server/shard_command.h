@@ -51,6 +51,8 @@ class ShardContext {
   virtual RoundCounters& counters() = 0;
   // Offers the shard's timers held for `ns` (its outbox was full) to the outbox again in this round.
   virtual void ReleaseHeld(NamespaceState* ns) = 0;
+  // Changes the shard's tick (and with it the `late` threshold) from this round on.
+  virtual void SetTick(uint64_t tick_ns) = 0;
 };
 
 class ShardCommand {

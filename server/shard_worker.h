@@ -71,6 +71,7 @@ class ShardWorker final : private ShardContext {
   const absl::Status& write_admission() const override { return admission_; }
   RoundCounters& counters() override { return open_->counters; }
   void ReleaseHeld(NamespaceState* ns) override;
+  void SetTick(uint64_t tick_ns) override;
   // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
@@ -100,7 +101,7 @@ class ShardWorker final : private ShardContext {
   Runtime& runtime_;
   TimerStore* const store_;
   const SyncMode sync_mode_;
-  const uint64_t late_after_ns_;
+  uint64_t late_after_ns_;  // Worker thread: max(kLateAfterNs, tick).
   Shard shard_;
   std::unique_ptr<ShardRound> open_;  // Worker thread: the round being filled.
   uint64_t now_mono_ns_ = 0;

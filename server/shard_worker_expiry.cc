@@ -12,6 +12,11 @@ void ShardWorker::ReleaseHeld(NamespaceState* ns) {
   if (std::find(release_.begin(), release_.end(), ns) == release_.end()) release_.push_back(ns);
 }
 
+void ShardWorker::SetTick(uint64_t tick_ns) {
+  shard_.SetTick(tick_ns, now_mono_ns_);
+  late_after_ns_ = std::max<uint64_t>(kLateAfterNs, tick_ns);
+}
+
 AdmitDecision ShardWorker::Admit(const TimerView& t) {
   const auto [ns_name, id] = Runtime::SplitKey(t.id);
   absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);

@@ -3,7 +3,9 @@
 // Thread-safety: see ShardCommand; Latch is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +83,25 @@ class ForgetNamespaceCommand final : public ShardCommand {
 
  private:
   std::shared_ptr<NamespaceState> ns_;
+};
+
+// Changes the shard's tick; `done` runs (on a worker or commit thread) once every shard has changed it.
+class SetTickCommand final : public ShardCommand {
+ public:
+  struct State {
+    explicit State(size_t shards, std::function<void()> done) : remaining(shards), done(std::move(done)) {}
+    std::atomic<size_t> remaining;
+    std::function<void()> done;
+  };
+  SetTickCommand(uint64_t tick_ns, std::shared_ptr<State> state) : tick_ns_(tick_ns), state_(std::move(state)) {}
+  void Apply(ShardContext& ctx) override { ctx.SetTick(tick_ns_); }
+  void Done(const absl::Status&) override {
+    if (state_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) state_->done();
+  }
+
+ private:
+  uint64_t tick_ns_;
+  std::shared_ptr<State> state_;
 };
 
 // Deletes acked expirations from the outbox column family. Not synced on its own: a lost ack only means a

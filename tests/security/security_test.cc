@@ -125,6 +125,11 @@ class SecurityTest : public ::testing::Test {
       v1::CreateCheckpointResponse response;
       return admin->CreateCheckpoint(Context(token).get(), v1::CreateCheckpointRequest(), &response);
     }
+    if (method == "SetTick") {
+      auto admin = v1::AdminService::NewStub(lawnd_->channel());
+      v1::SetTickResponse response;
+      return admin->SetTick(Context(token).get(), v1::SetTickRequest(), &response);
+    }
     ADD_FAILURE() << "unknown method " << method;
     return grpc::Status::OK;
   }
@@ -137,7 +142,7 @@ class SecurityTest : public ::testing::Test {
 
 // The permission each call needs (GetStats needs none: it shows what the caller may read), and what an
 // allowed call answers here (timer t1 exists in billing; deletes target an absent id; a Subscribe stream
-// stays open until its deadline; memory durability has no store to checkpoint).
+// stays open until its deadline; memory durability has no store to checkpoint; an empty tick is invalid).
 struct CallCase {
   std::string method;
   std::string needed;
@@ -153,6 +158,7 @@ const std::vector<CallCase> kCalls = {
     {"Subscribe", "subscribe", StatusCode::DEADLINE_EXCEEDED},
     {"Observe", "observe", StatusCode::DEADLINE_EXCEEDED},
     {"CreateCheckpoint", "admin", StatusCode::FAILED_PRECONDITION},
+    {"SetTick", "admin", StatusCode::INVALID_ARGUMENT},
 };
 
 TEST_F(SecurityTest, EveryPermissionAgainstEveryCall) {
