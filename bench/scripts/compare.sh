@@ -335,15 +335,17 @@ shapes = [s for s in ("unary", "batch") if any(r["shape"] == s for r in rows)]
 systems = [s for s in order if any(r["system"] == s for r in rows)]
 print(open(sys.argv[2]).read().rstrip())
 print()
-print("Medians; ops = timers (floor, lawnd), ZADDs (redis), puts (beanstalkd). CPU = us per op, server and loader.")
+print("Medians of the runs (min-max: the spread of the rates); ops = timers (floor, lawnd), ZADDs (redis), puts")
+print("(beanstalkd); CPU = microseconds per op of the server process and of the loader.")
 for shape in shapes:
     what = ("unary: 1 op per request, 64 in flight" if shape == "unary"
             else "batch: 100 ops per request (redis, beanstalkd: pipeline of 100), 16 in flight")
     print()
     print(f"**{what}**")
     print()
-    print("| system | promise | ops/s | vs floor | server CPU us/op | loader CPU us/op | errors | load 1m | runs |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| system | promise | ops/s | ops/s min-max | vs floor | server CPU us/op | loader CPU us/op | errors | load 1m "
+          "| runs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     floor = med("floor", shape, "ops_per_s", "timers_per_s")
     for system in systems:
         runs = [r for r in rows if r["system"] == system and r["shape"] == shape]
@@ -352,7 +354,9 @@ for shape in shapes:
         rate = med(system, shape, "ops_per_s", "timers_per_s")
         errors = sum((r.get("errors") or 0) + (r.get("call_errors") or 0) + (r.get("timer_errors") or 0)
                      for r in runs)
-        print(f"| {system} | {promise[system]} | {fmt(rate, ',.0f')} | {fmt_ratio(ratio(rate, floor))} | "
+        rates = [field(r, "ops_per_s", "timers_per_s") or 0 for r in runs]
+        spread = f"{min(rates) / 1000:,.1f}k-{max(rates) / 1000:,.1f}k"
+        print(f"| {system} | {promise[system]} | {fmt(rate, ',.0f')} | {spread} | {fmt_ratio(ratio(rate, floor))} | "
               f"{fmt(med(system, shape, 'server_cpu_us_per_op', 'server_cpu_us_per_timer'), '.2f')} | "
               f"{fmt(med(system, shape, 'client_cpu_us_per_op', 'client_cpu_us_per_timer'), '.2f')} | "
               f"{errors} | {fmt(med(system, shape, 'loadavg_1m'), '.1f')} | {len(runs)} |")
