@@ -19,8 +19,9 @@
 #
 # Prints, per shape, the median rate (timers, ZADDs or puts per second), ratios, and beside every rate the
 # server's CPU microseconds per operation (utime+stime from /proc/PID/stat before and after) and the
-# loader's, plus the 1-minute load average. Raw JSON lines in $OUT/raw.jsonl, the tables in $OUT/summary.md.
-# About 5 minutes with the defaults.
+# loader's, plus the 1-minute load average. Raw JSON lines in $OUT/raw.jsonl, the tables in $OUT/summary.md
+# (bench/scripts/compare_summary.py RAW.jsonl prints them again, e.g. for a kept run in bench/results/).
+# About 4 minutes with the defaults.
 #
 #   cmake --build build-bench -j2 --target lawnd lawn_load lawn_grpc_floor beanstalk_put
 #   bench/scripts/compare.sh
@@ -295,92 +296,5 @@ echo
   ((${#FAILURES[@]} == 0)) || echo "FAILED runs (no row; see the messages above): ${FAILURES[*]}"
 } >>"$OUT/env.txt"
 
-/usr/bin/python3 - "$OUT/raw.jsonl" "$OUT/env.txt" <<'PY' | tee "$OUT/summary.md"
-import json, statistics, sys
-
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-promise = {
-    "floor": "no work (gRPC floor)",
-    "lawnd-memory": "nothing on disk",
-    "lawnd-interval": "written; fsync every 50 ms",
-    "lawnd-sync": "fsync before the answer",
-    "redis-no": "AOF written; kernel flushes",
-    "redis-always": "AOF fsync before the answers",
-    "beanstalkd-f50": "binlog written; fsync every 50 ms",
-    "beanstalkd-f0": "binlog fsync per put",
-}
-order = list(promise)
-
-def field(r, *names):
-    for n in names:
-        if n in r:
-            return r[n]
-    return None
-
-def med(system, shape, *names):
-    vals = [field(r, *names) for r in rows if r["system"] == system and r["shape"] == shape]
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
-
-def fmt(v, spec):
-    return "n/a" if v is None else format(v, spec)
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
-
-def fmt_ratio(v):
-    return fmt(v, ".3f" if v is not None and v < 0.1 else ".2f")
-
-shapes = [s for s in ("unary", "batch") if any(r["shape"] == s for r in rows)]
-systems = [s for s in order if any(r["system"] == s for r in rows)]
-print(open(sys.argv[2]).read().rstrip())
-print()
-print("Medians of the runs (min-max: the spread of the rates); ops = timers (floor, lawnd), ZADDs (redis), puts")
-print("(beanstalkd); CPU = microseconds per op of the server process and of the loader.")
-for shape in shapes:
-    what = ("unary: 1 op per request, 64 in flight" if shape == "unary"
-            else "batch: 100 ops per request (redis, beanstalkd: pipeline of 100), 16 in flight")
-    print()
-    print(f"**{what}**")
-    print()
-    print("| system | promise | ops/s | ops/s min-max | vs floor | server CPU us/op | loader CPU us/op | errors | load 1m "
-          "| runs |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    floor = med("floor", shape, "ops_per_s", "timers_per_s")
-    for system in systems:
-        runs = [r for r in rows if r["system"] == system and r["shape"] == shape]
-        if not runs:
-            continue
-        rate = med(system, shape, "ops_per_s", "timers_per_s")
-        errors = sum((r.get("errors") or 0) + (r.get("call_errors") or 0) + (r.get("timer_errors") or 0)
-                     for r in runs)
-        rates = [field(r, "ops_per_s", "timers_per_s") or 0 for r in runs]
-        spread = f"{min(rates) / 1000:,.1f}k-{max(rates) / 1000:,.1f}k"
-        print(f"| {system} | {promise[system]} | {fmt(rate, ',.0f')} | {spread} | {fmt_ratio(ratio(rate, floor))} | "
-              f"{fmt(med(system, shape, 'server_cpu_us_per_op', 'server_cpu_us_per_timer'), '.2f')} | "
-              f"{fmt(med(system, shape, 'client_cpu_us_per_op', 'client_cpu_us_per_timer'), '.2f')} | "
-              f"{errors} | {fmt(med(system, shape, 'loadavg_1m'), '.1f')} | {len(runs)} |")
-
-pairs = [
-    ("lawnd-memory", "floor"), ("lawnd-interval", "lawnd-memory"), ("lawnd-sync", "lawnd-memory"),
-    ("lawnd-sync", "lawnd-interval"), ("redis-always", "redis-no"), ("beanstalkd-f0", "beanstalkd-f50"),
-    ("lawnd-interval", "redis-no"), ("lawnd-sync", "redis-always"), ("lawnd-interval", "beanstalkd-f50"),
-    ("lawnd-sync", "beanstalkd-f0"),
-]
-pairs = [(a, b) for a, b in pairs if a in systems and b in systems]
-if pairs:
-    print()
-    print("**Ratios of the median rates** (and server CPU per op, A minus B)")
-    print()
-    print("| A / B | " + " | ".join(f"{s} rate ratio | {s} CPU us/op A-B" for s in shapes) + " |")
-    print("|---|" + "---|---|" * len(shapes))
-for a, b in pairs:
-    cells = []
-    for shape in shapes:
-        ra, rb = med(a, shape, "ops_per_s", "timers_per_s"), med(b, shape, "ops_per_s", "timers_per_s")
-        ca = med(a, shape, "server_cpu_us_per_op", "server_cpu_us_per_timer")
-        cb = med(b, shape, "server_cpu_us_per_op", "server_cpu_us_per_timer")
-        cells += [fmt_ratio(ratio(ra, rb)), fmt(None if ca is None or cb is None else ca - cb, "+.2f")]
-    print(f"| {a} / {b} | " + " | ".join(cells) + " |")
-PY
+/usr/bin/python3 "$LAWN_REPO/bench/scripts/compare_summary.py" "$OUT/raw.jsonl" "$OUT/env.txt" | tee "$OUT/summary.md"
 ((${#FAILURES[@]} == 0)) || exit 1
