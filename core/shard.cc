@@ -28,7 +28,7 @@ Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
       index_(0, IdHash{&pool_}, IdEq{&pool_}),
       keep_ordered_(options.ordered_index),
-      ordered_(IdLess{&pool_}),
+      ordered_(OrderedLess{&pool_}),
       lawn_(pool_, options.max_lawn_buckets),
       wheel_(pool_, tick_ns_),
       router_(options.lawn_promote_after) {}
@@ -43,7 +43,7 @@ TimerRef Shard::Find(std::string_view id) const {
 void Shard::Forget(TimerRef ref) {
   // Before Free: erasing hashes and compares through the record.
   index_.erase(ref);
-  if (keep_ordered_) ordered_.erase(ref);
+  if (keep_ordered_) ordered_.erase(OrderedRefOf(ref));
   pool_.Free(ref);
 }
 
@@ -90,7 +90,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
   } else {
     ref = pool_.Allocate(spec.id, spec.payload, hash);
     index_.insert(ref);
-    if (keep_ordered_) ordered_.insert(ref);
+    if (keep_ordered_) ordered_.insert(OrderedRefOf(ref));
   }
   TimerRecord& r = pool_[ref];
   if (spec.when.kind == When::Kind::kTtl) {
@@ -314,18 +314,52 @@ void Shard::ForEach(TimerVisitor visit) const {
   for (TimerRef ref : index_) visit(ViewOf(ref));
 }
 
-void Shard::VisitInOrder(std::string_view after, bool inclusive,
-                         absl::FunctionRef<bool(const TimerView&)> visit) const {
-  if (!keep_ordered_) InvariantBroken("VisitInOrder needs ShardOptions::ordered_index");
-  for (auto it = inclusive ? ordered_.lower_bound(after) : ordered_.upper_bound(after); it != ordered_.end(); ++it) {
-    if (!visit(ViewOf(*it))) return;
+namespace {
+
+// The group of an id: up to and including its first 0x00 byte; "" when it has none.
+std::string_view GroupOf(std::string_view id) {
+  const size_t nul = id.find('\0');
+  return nul == std::string_view::npos ? std::string_view() : id.substr(0, nul + 1);
+}
+
+}  // namespace
+
+Shard::OrderedKey Shard::OrderedKeyOf(std::string_view id) {
+  const std::string_view group = GroupOf(id);
+  const std::string_view rest = id.substr(group.size());
+  uint32_t prefix = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    prefix = (prefix << 8) | (i < rest.size() ? static_cast<unsigned char>(rest[i]) : 0u);
+  }
+  return OrderedKey{TimerIdHash(group), prefix};
+}
+
+Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const {
+  OrderedRef r;
+  static_cast<OrderedKey&>(r) = OrderedKeyOf(pool_[ref].id());
+  r.ref = ref;
+  return r;
+}
+
+void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
+                              absl::FunctionRef<bool(const TimerView&)> visit) const {
+  if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
+  OrderedProbe probe;
+  static_cast<OrderedKey&>(probe) = OrderedKeyOf(after);
+  probe.id = after;
+  const std::string_view group = GroupOf(after);
+  for (auto it = inclusive ? ordered_.lower_bound(probe) : ordered_.upper_bound(probe);
+       it != ordered_.end() && it->group_hash == probe.group_hash; ++it) {
+    const TimerView t = ViewOf(it->ref);
+    if (GroupOf(t.id) != group) continue;  // Another group whose hash is the same: interleaved, skipped.
+    if (!visit(t)) return;
   }
 }
 
 size_t Shard::MemoryBytes() const {
   return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
-         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(TimerRef) + 2);
+         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(OrderedRef) + 2);
 }
 
 void Shard::CheckInvariants() const {
@@ -335,8 +369,10 @@ void Shard::CheckInvariants() const {
   if (keep_ordered_) {
     if (ordered_.size() != pool_.live()) InvariantBroken("ordered index size differs from live records");
     for (auto it = ordered_.begin(); it != ordered_.end(); ++it) {
-      if (index_.find(*it) == index_.end()) InvariantBroken("ordered index holds a dead ref");
-      if (std::next(it) != ordered_.end() && !(pool_[*it].id() < pool_[*std::next(it)].id())) {
+      if (index_.find(it->ref) == index_.end()) InvariantBroken("ordered index holds a dead ref");
+      const OrderedKey key = OrderedKeyOf(pool_[it->ref].id());
+      if (key.group_hash != it->group_hash || key.prefix != it->prefix) InvariantBroken("ordered key is stale");
+      if (std::next(it) != ordered_.end() && !ordered_.key_comp()(*it, *std::next(it))) {
         InvariantBroken("ordered index out of order");
       }
     }

@@ -172,10 +172,13 @@ class Shard {
   // Calls `visit` for every pending timer, in no particular order. Must not mutate the shard.
   void ForEach(TimerVisitor visit) const;
 
-  // Calls `visit` for pending timers in id byte order, starting at the first id > `after` (or >= `after`
-  // when `inclusive`), until `visit` returns false. Must not mutate the shard. O(log n + visited).
-  // REQUIRES: ShardOptions::ordered_index.
-  void VisitInOrder(std::string_view after, bool inclusive, absl::FunctionRef<bool(const TimerView&)> visit) const;
+  // Ids fall into groups: an id's group is its bytes up to and including its first 0x00 byte, or "" when it
+  // has none (lawnd's ids are namespace \0 id: a group is a namespace). Calls `visit` for the pending timers
+  // of the group of `after`, in id byte order, starting at the first id > `after` (or >= `after` when
+  // `inclusive`), until `visit` returns false or the group ends. Must not mutate the shard.
+  // O(log n + visited). REQUIRES: ShardOptions::ordered_index.
+  void VisitGroupInOrder(std::string_view after, bool inclusive,
+                         absl::FunctionRef<bool(const TimerView&)> visit) const;
 
   size_t pending() const { return pool_.live(); }
   size_t lawn_pending() const { return lawn_.size(); }
@@ -203,14 +206,33 @@ class Shard {
     bool operator()(std::string_view a, TimerRef b) const { return a == (*pool)[b].id(); }
   };
 
-  // Orders refs by their records' ids; looks up by string_view without building a record.
-  struct IdLess {
+  // The ordered index orders by (hash of the id's group, first 4 bytes of the id after its group, id), so
+  // that ids of one group are contiguous and in id order, and most comparisons are decided by the two words
+  // in the entry without reading the record (a cache miss each; BENCHMARKS.md section 7).
+  struct OrderedKey {
+    uint32_t group_hash;
+    uint32_t prefix;  // Big-endian, zero-padded: orders like the bytes it holds.
+  };
+  struct OrderedRef : OrderedKey {
+    TimerRef ref;
+  };
+  struct OrderedProbe : OrderedKey {
+    std::string_view id;
+  };
+  static OrderedKey OrderedKeyOf(std::string_view id);
+  struct OrderedLess {
     using is_transparent = void;
     const TimerPool* pool;
-    bool operator()(TimerRef a, TimerRef b) const { return (*pool)[a].id() < (*pool)[b].id(); }
-    bool operator()(TimerRef a, std::string_view b) const { return (*pool)[a].id() < b; }
-    bool operator()(std::string_view a, TimerRef b) const { return a < (*pool)[b].id(); }
+    std::string_view IdOf(const OrderedRef& r) const { return (*pool)[r.ref].id(); }
+    std::string_view IdOf(const OrderedProbe& p) const { return p.id; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.group_hash != b.group_hash) return a.group_hash < b.group_hash;
+      if (a.prefix != b.prefix) return a.prefix < b.prefix;
+      return IdOf(a) < IdOf(b);
+    }
   };
+  OrderedRef OrderedRefOf(TimerRef ref) const;
 
   TimerRef Find(std::string_view id) const;
   // Frees a live, unfiled timer: index, ordered index, pool.
@@ -231,7 +253,7 @@ class Shard {
   TimerPool pool_;
   absl::flat_hash_set<TimerRef, IdHash, IdEq> index_;
   const bool keep_ordered_;
-  absl::btree_set<TimerRef, IdLess> ordered_;  // Empty unless keep_ordered_.
+  absl::btree_set<OrderedRef, OrderedLess> ordered_;  // Empty unless keep_ordered_.
   Lawn lawn_;
   TimingWheel wheel_;
   TtlRouter router_;

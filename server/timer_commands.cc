@@ -224,13 +224,13 @@ void KeyCommand::Done(const absl::Status& write_status) {
 // ---- List -------------------------------------------------------------------------------------------------
 
 void ListCommand::Apply(ShardContext& ctx) {
-  // Keys are namespace \0 id, so the namespace's timers are one range of the shard's ordered index: a page
-  // costs O(log n + limit) on the worker, whatever the other namespaces hold.
+  // Keys are namespace \0 id, so a namespace is one group of the shard's ordered index, and its timers one
+  // range of it: a page costs O(log n + limit) on the worker, whatever the other namespaces hold.
   const std::string prefix = Runtime::Key(state_->ns, "");
   const std::string start = prefix + (state_->has_after ? state_->after : std::string());
   std::vector<v1::Timer>& out = state_->per_shard[shard_];
   Runtime& runtime = ctx.runtime();
-  ctx.shard().VisitInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {
+  ctx.shard().VisitGroupInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {
     if (out.size() >= state_->limit || !t.id.starts_with(prefix)) return false;
     out.emplace_back();
     FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, &out.back());
