@@ -17,6 +17,7 @@ struct TimerBatcher::Batch {
   uint64_t id = 0;  // 0 while empty.
   std::chrono::steady_clock::time_point opened;  // When the first timer came (read only with a linger).
   size_t bytes = 0;  // Serialized size of request's timers, framing included.
+  bool partial = false;  // Sent from the open batch (not sealed): counted in partial_in_flight_.
   // Cleared, never destroyed, between uses: RepeatedPtrField keeps the cleared timer messages, and add_timers
   // hands them out again.
   v1::StartTimersRequest request;
@@ -179,8 +180,11 @@ void TimerBatcher::Dispatch(Sends& sends) {
     if (!sealed_.empty()) {
       batch = sealed_.front();
       sealed_.pop_front();
-    } else if (!open_->empty() && (open_due_ || options_.max_linger <= std::chrono::nanoseconds::zero())) {
+    } else if (!open_->empty() && partial_in_flight_ == 0 &&
+               (open_due_ || options_.max_linger <= std::chrono::nanoseconds::zero())) {
       batch = open_;
+      batch->partial = true;
+      ++partial_in_flight_;
       open_ = NewBatch();
       open_due_ = false;
     } else {
@@ -228,6 +232,7 @@ void TimerBatcher::OnDone(Batch* batch, const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     in_flight_.erase(std::find(in_flight_.begin(), in_flight_.end(), batch));
+    if (batch->partial) --partial_in_flight_;
     pending_ -= n;
     if (!cancelling_) context = std::move(batch->context);
     Recycle(batch);
@@ -241,6 +246,7 @@ void TimerBatcher::OnDone(Batch* batch, const grpc::Status& status) {
 void TimerBatcher::Recycle(Batch* batch) {
   batch->id = 0;
   batch->bytes = 0;
+  batch->partial = false;
   batch->request.mutable_timers()->Clear();
   batch->response.Clear();
   batch->promises.clear();
@@ -351,8 +357,9 @@ void TimerBatcher::LingerLoop() {
       mu_.AwaitWithTimeout(absl::Condition(&sealed), absl::FromChrono(due - now));
       continue;
     }
-    // The linger is over: the open batch goes now if a slot is free, else with the next call to finish
-    // (OnDone dispatches it), taking in more timers meanwhile up to max_batch.
+    // The linger is over: the open batch goes now if it may (a slot is free and no other partial batch is in
+    // flight), else when the call in its way finishes (OnDone dispatches it), taking in more timers meanwhile
+    // up to max_batch.
     open_due_ = true;
     Sends sends;
     Dispatch(sends);

@@ -1,13 +1,16 @@
 // TimerBatcher: a batching publisher for StartTimer (issue 11). Many threads call StartTimer, each for one
-// timer; the batcher coalesces the timers queued within a short linger into StartTimers RPCs, as the Kafka
-// and Pub/Sub producers do, and resolves each timer's future with that timer's own result.
+// timer; the batcher coalesces the timers queued meanwhile into StartTimers RPCs, as the Kafka and Pub/Sub
+// producers do, and resolves each timer's future with that timer's own result.
 //
 // How a timer travels. StartTimer copies the request into the open batch and returns a future. The open
-// batch is sealed when it holds max_batch timers or max_batch_bytes bytes, when it has lingered max_linger
-// since its first timer, or by Flush / Close. Sealed batches are sent in order as soon as fewer than
-// max_in_flight StartTimers calls are in flight; with max_linger 0 the open batch goes whenever a call slot
-// is free, so a lone timer leaves at once and timers arriving while every slot is busy pile up into the next
-// call. Nothing is retried: a timer lawnd refused, or a call that failed, resolves with the error.
+// batch is sealed when it holds max_batch timers or max_batch_bytes bytes, or by Flush / Close; sealed
+// batches are sent in order as soon as fewer than max_in_flight StartTimers calls are in flight. A batch
+// that is not full goes once it has lingered max_linger since its first timer (at once with max_linger 0),
+// a call slot is free and no other such partial batch is in flight: as in Nagle's algorithm, at most one
+// partial batch is on the wire, and the timers arriving meanwhile pile up into the next call. So a lone timer
+// leaves at once, callers that each wait for their answer (unary style) get batches about as large as their
+// number, and a steady stream fills batches to max_batch, which use every slot. Nothing is retried: a timer
+// lawnd refused, or a call that failed, resolves with the error.
 //
 // Results. Each future resolves exactly once, with lawnd's per-item result for that timer (OK, or its own
 // code and message: ALREADY_EXISTS, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, ...) or, when the whole call
@@ -59,9 +62,11 @@ struct BatcherOptions {
   // alone. Keep it well below lawnd's and the channel's max_message_bytes (both 4MiB by default). Allowed
   // 1KiB..64MiB. Default 1MiB.
   size_t max_batch_bytes = 1024 * 1024;
-  // How long a batch waits, from its first timer, for more timers before it is sealed. Zero: send as soon
-  // as a call slot is free. Allowed 0..60s. Default 1ms.
-  std::chrono::nanoseconds max_linger = std::chrono::milliseconds(1);
+  // How long a batch that is not full waits, from its first timer, for more timers before it may go. Zero:
+  // as soon as it may (see the top of this file). A linger adds its length to every call of callers that
+  // wait for each answer (BENCHMARKS.md section 11); it pays for producers that queue many timers without
+  // waiting and want fewer, fuller calls. Allowed 0..60s. Default 0.
+  std::chrono::nanoseconds max_linger = std::chrono::nanoseconds::zero();
   // Most StartTimers calls in flight at once. Allowed 1..1000 (lawnd's grpc_max_concurrent_streams default).
   // Default 4.
   int max_in_flight = 4;
@@ -156,6 +161,7 @@ class TimerBatcher {
   std::vector<Batch*> spare_ ABSL_GUARDED_BY(mu_);                    // Empty batches ready for reuse.
   Batch* open_ ABSL_GUARDED_BY(mu_) = nullptr;                        // Never null.
   bool open_due_ ABSL_GUARDED_BY(mu_) = false;  // The open batch's linger is over.
+  int partial_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // Calls in flight sent from the open batch: 0 or 1.
   std::deque<Batch*> sealed_ ABSL_GUARDED_BY(mu_);                    // In id order.
   std::vector<Batch*> in_flight_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;  // Ids go to batches when they get their first timer.

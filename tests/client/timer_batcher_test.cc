@@ -1,7 +1,7 @@
 // TimerBatcher against a scripted StartTimers service on a real gRPC server (FakeServer): coalescing of many
-// threads' timers into few calls, per-timer results, the linger, the size bounds, max_pending, call failures,
-// Flush and Close. No test waits for time to pass: a held service keeps calls in flight, and a linger of a
-// minute keeps a batch open until Flush or Close.
+// threads' timers into few calls, per-timer results, one partial batch in flight, the linger, the size bounds,
+// max_pending, call failures, Flush and Close. No test waits for time to pass: a held service keeps calls in
+// flight, and a linger of a minute keeps a batch open until Flush or Close.
 #include "client/timer_batcher.h"
 
 #include <algorithm>
@@ -192,6 +192,26 @@ TEST_F(TimerBatcherTest, ManyThreadsCoalesceIntoFewCallsAndEachFutureGetsItsOwnR
   EXPECT_EQ(batcher->stats().timers, 400u);
 }
 
+TEST_F(TimerBatcherTest, AtMostOnePartialBatchIsInFlightWhileFullOnesUseFreeSlots) {
+  std::unique_ptr<TimerBatcher> batcher = Make({.max_batch = 10, .max_linger = {}, .max_in_flight = 4});
+  service_.Hold();
+  std::vector<std::future<absl::Status>> futures;
+  futures.push_back(batcher->StartTimer(Request("a0")));  // Goes at once, alone: a partial batch.
+  EXPECT_EQ(batcher->stats().calls, 1u);
+  for (int i = 1; i < 10; ++i) futures.push_back(batcher->StartTimer(Request("a" + std::to_string(i))));
+  EXPECT_EQ(batcher->stats().calls, 1u);  // Slots are free, but a partial batch is in flight: they wait.
+  futures.push_back(batcher->StartTimer(Request("a10")));  // The tenth waiting: full, so it goes.
+  EXPECT_EQ(batcher->stats().calls, 2u);
+  service_.Release();
+  for (auto& future : futures) EXPECT_TRUE(Get(future).ok());
+  EXPECT_EQ(service_.sorted_sizes(), (std::vector<size_t>{1, 10}));
+  // Futures resolve just before their call leaves in_flight; Flush returns after that.
+  ASSERT_TRUE(batcher->Flush().ok());
+  std::future<absl::Status> alone = batcher->StartTimer(Request("a11"));  // No partial in flight: at once.
+  EXPECT_EQ(batcher->stats().calls, 3u);
+  EXPECT_TRUE(Get(alone).ok());
+}
+
 TEST_F(TimerBatcherTest, UnaryStyleCallersFromManyThreadsAllGetAnswers) {
   // Each thread waits for its timer before the next, as a caller of a unary StartTimer would; the linger
   // thread and the call completions race with the callers.
@@ -276,6 +296,7 @@ TEST_F(TimerBatcherTest, BeyondMaxPendingStartTimerFailsAtOnce) {
   EXPECT_TRUE(absl::StrContains(status.message(), "max_pending (5)")) << status;
   service_.Release();
   for (auto& future : futures) EXPECT_TRUE(Get(future).ok());
+  ASSERT_TRUE(batcher->Flush().ok());  // A call's timers stop counting just after their futures resolve.
   std::future<absl::Status> again = batcher->StartTimer(Request("p6"));  // Room again.
   EXPECT_TRUE(Get(again).ok());
 }
