@@ -24,9 +24,10 @@
 //
 // Threads and memory. RPCs use gRPC's callback API: no thread blocks per call; results are resolved on
 // gRPC's callback threads. With max_linger > 0 one thread of the batcher's own wakes up when the open batch's
-// linger ends. Batches are pooled and reused: a sealed batch's request message keeps its cleared timer
-// messages, so a timer is copied into a recycled one; the promise behind each future is the only allocation
-// per timer the batcher itself makes.
+// linger ends. Batches are pooled and reused, their vectors keeping their capacity; a batch's request keeps
+// its cleared timer messages, whose strings keep theirs, so once the pool is warm copying a timer in
+// allocates only its ttl or deadline (and interval) sub-message, and the rvalue StartTimer, which swaps the
+// request in, nothing. Add the promise behind each future: that is all a timer costs in allocations.
 //
 // Thread-safety: every method may be called from any number of threads at once. Destruction is Close() and
 // must not race with other calls.
