@@ -167,8 +167,8 @@ TimerBatcher::Batch* TimerBatcher::NewBatch() {
     spare_.pop_back();
     return batch;
   }
+  // No reserve: batches sealed by max_batch_bytes may stay small, and reuse keeps what each grew to.
   batches_.push_back(std::make_unique<Batch>());
-  batches_.back()->promises.reserve(options_.max_batch);
   return batches_.back().get();
 }
 
