@@ -6,6 +6,8 @@
 # Environment:
 #   LAWN_BUILD   build directory holding server/lawnd and bench/lawn_load (default build-bench/ in the
 #                repository; build with: cmake --build "$LAWN_BUILD" --target lawnd lawn_load)
+#   LAWN_LOAD_BIN  the load program under bench/ that load_run runs (default lawn_load; set by the script
+#                before sourcing, e.g. batcher.sh's lawn_batcher_load)
 #   LAWN_TMP     where data directories and logs go (default $LAWN_BUILD/lawn-net)
 #   OUT          where the raw JSON lines and the summary go (default $LAWN_TMP/<script>-<time>)
 
@@ -14,11 +16,14 @@ set -euo pipefail
 LAWN_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LAWN_BUILD=${LAWN_BUILD:-$LAWN_REPO/build-bench}
 LAWND=$LAWN_BUILD/server/lawnd
-LAWN_LOAD=$LAWN_BUILD/bench/lawn_load
+LAWN_LOAD=$LAWN_BUILD/bench/${LAWN_LOAD_BIN:-lawn_load}
 LAWN_TMP=${LAWN_TMP:-$LAWN_BUILD/lawn-net}
 mkdir -p "$LAWN_TMP"
 for bin in "$LAWND" "$LAWN_LOAD"; do
-  [[ -x $bin ]] || { echo "missing $bin; build it: cmake --build $LAWN_BUILD --target lawnd lawn_load" >&2; exit 2; }
+  [[ -x $bin ]] || {
+    echo "missing $bin; build it: cmake --build $LAWN_BUILD --target lawnd ${LAWN_LOAD_BIN:-lawn_load}" >&2
+    exit 2
+  }
 done
 
 LAWN_PID=""

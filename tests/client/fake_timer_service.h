@@ -169,12 +169,12 @@ class FakeTimerService final : public v1::TimerService::Service {
   int sent_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A gRPC server on 127.0.0.1, port 0, with the fake and the default health service; plaintext unless
-// `credentials` say otherwise.
+// A gRPC server on 127.0.0.1, port 0, with the fake (or another test service, e.g. timer_batcher_test.cc's)
+// and the default health service; plaintext unless `credentials` say otherwise.
 class FakeServer {
  public:
-  explicit FakeServer(FakeTimerService& service, std::shared_ptr<grpc::ServerCredentials> credentials =
-                                                     grpc::InsecureServerCredentials()) {
+  explicit FakeServer(grpc::Service& service, std::shared_ptr<grpc::ServerCredentials> credentials =
+                                                  grpc::InsecureServerCredentials()) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port_);
