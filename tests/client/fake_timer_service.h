@@ -27,7 +27,8 @@ enum class StreamEnd {
 };
 
 // A scripted TimerService. Subscribe sends `expirations` expirations (delivery ids 1..n) while no more than
-// `window` are unacked, like lawnd; a namespace "bad" is refused with INVALID_ARGUMENT.
+// `window` are unacked, like lawnd; a namespace "bad" is refused with INVALID_ARGUMENT. StartTimers echoes a
+// timer (its id) per started item only when asked (return_timers).
 class FakeTimerService final : public v1::TimerService::Service {
  public:
   int expirations = 0;
@@ -55,7 +56,7 @@ class FakeTimerService final : public v1::TimerService::Service {
       if (r.id() == "taken") {
         result->set_code(grpc::StatusCode::ALREADY_EXISTS);
         result->set_message("timer 'taken' exists");
-      } else {
+      } else if (request->return_timers()) {
         result->mutable_timer()->set_id(r.id());
       }
     }

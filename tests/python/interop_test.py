@@ -332,7 +332,7 @@ class TimerServiceTest(LawndTestCase):
         self.assertIn("namespace", err.details())
 
     def test_start_timers_reports_each_item_in_order(self):
-        req = timer_pb2.StartTimersRequest()
+        req = timer_pb2.StartTimersRequest(return_timers=True)
         for timer_id in (b"ok-1", b"", b"ok-2", b"ok-1"):  # item 1: bad id; item 3: duplicate of item 0
             item = req.timers.add(namespace="py-batch", id=timer_id)
             item.ttl.FromSeconds(60)
@@ -345,6 +345,18 @@ class TimerServiceTest(LawndTestCase):
         self.assertEqual(results[2].code, grpc.StatusCode.OK.value[0])
         self.assertEqual(results[2].timer.id, b"ok-2")
         self.assertEqual(results[3].code, grpc.StatusCode.ALREADY_EXISTS.value[0])
+
+    def test_start_timers_answers_codes_only_by_default(self):
+        req = timer_pb2.StartTimersRequest()
+        for timer_id in (b"c-1", b""):  # item 1: bad id
+            req.timers.add(namespace="py-codes", id=timer_id, payload=b"p").ttl.FromSeconds(60)
+        results = self.stub.StartTimers(req, timeout=RPC_TIMEOUT_S).results
+        self.assertEqual([r.code for r in results], [0, grpc.StatusCode.INVALID_ARGUMENT.value[0]])
+        self.assertFalse(results[0].HasField("timer"))
+        self.assertFalse(results[1].HasField("timer"))
+        got = self.stub.GetTimer(timer_pb2.GetTimerRequest(namespace="py-codes", id=b"c-1"),
+                                 timeout=RPC_TIMEOUT_S).timer
+        self.assertEqual(got.payload, b"p")
 
     def test_get_timer_finds_a_pending_timer(self):
         self.start_ttl("py-get", b"g", 60_000, payload=b"p")
