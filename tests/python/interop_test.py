@@ -463,6 +463,35 @@ class SubscribeTest(LawndTestCase):
             responses.cancel()
 
 
+    def test_batched_expirations_arrive_together_and_one_ack_takes_them_all(self):
+        ns = "py-batch-sub"
+        # Fired before the stream opens, so all three are ready at once and go in one response.
+        req = timer_pb2.StartTimersRequest()
+        for i in range(3):
+            req.timers.add(namespace=ns, id=b"b-%d" % i, payload=b"x").ttl.FromMilliseconds(50)
+        self.assertEqual([r.code for r in self.stub.StartTimers(req, timeout=RPC_TIMEOUT_S).results], [0] * 3)
+        self.wait_until(lambda: (self.namespace_stats(ns) or timer_pb2.NamespaceStats()).outbox == 3, 10,
+                        "the three timers to fire into the outbox")
+        requests = _RequestQueue()
+        requests.put(timer_pb2.SubscribeRequest(
+            open=timer_pb2.SubscribeRequest.Open(namespace=ns, max_in_flight=10, max_batch=10)))
+        responses = self.stub.Subscribe(requests, timeout=20)
+        try:
+            response = next(responses)
+            self.assertFalse(response.HasField("expiration"))
+            self.assertEqual(sorted(e.timer.id for e in response.expirations), [b"b-0", b"b-1", b"b-2"])
+            for e in response.expirations:
+                self.assertEqual(e.timer.namespace, ns)
+                self.assertEqual(e.timer.payload, b"x")
+                self.assertEqual(e.attempt, 1)
+            requests.put(timer_pb2.SubscribeRequest(ack=timer_pb2.SubscribeRequest.Ack(
+                delivery_ids=[e.delivery_id for e in response.expirations])))
+            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 5, "one ack to empty the outbox")
+        finally:
+            requests.close()
+            responses.cancel()
+
+
 class SecurityTest(LawndTestCase):
     """lawnd with TLS and auth.tokens_file: a token is needed, and it must grant the namespace's permission.
 
