@@ -3,11 +3,13 @@
 //   lawn_load --target 127.0.0.1:PORT --mode batch --concurrency 16 --count 2000000 --duration 5s --json
 //   lawn_load --target 127.0.0.1:PORT --mode unary --concurrency 64 --count 500000 --duration 5s
 //   lawn_load --target 127.0.0.1:PORT --mode precision --pending 1000000 --rate 10000 --duration 20s
+//   lawn_load --target 127.0.0.1:PORT --mode drain --count 200000 --max-batch 1000 --server-pid PID
 //
 // unary/batch: closed-loop StartTimer / StartTimers (of --batch timers) calls, --concurrency in flight, until
 // --count timers or --duration; TTL --ttl (1h) so nothing fires during the run; random 16-byte ids; one
 // namespace per run. Prints one line: timers/s (timers lawnd accepted / elapsed), calls/s, call latency
-// p50/p99/max in microseconds, errors. precision: see bench/load_precision.h. --help lists every flag.
+// p50/p99/max in microseconds, errors. precision: see bench/load_precision.h; drain (Subscribe throughput):
+// see bench/load_drain.h. --help lists every flag.
 // bench/scripts/*.sh start lawnd, run this and collect the medians.
 //
 // Exit status: 0 when the run completed without errors, 1 when some calls or timers failed (the summary is
@@ -23,6 +25,7 @@
 
 #include "absl/time/clock.h"
 #include "bench/load_cpu.h"
+#include "bench/load_drain.h"
 #include "bench/load_options.h"
 #include "bench/load_precision.h"
 #include "bench/load_report.h"
@@ -98,12 +101,15 @@ int main(int argc, char** argv) {
   uint64_t timers = 0, calls = 0;  // For the costs per timer and per call.
   if (options.mode == lawn::LoadMode::kPrecision) {
     clean = lawn::RunPrecision(options, stub_ptrs[0], stub_ptrs, &report);
+  } else if (options.mode == lawn::LoadMode::kDrain) {
+    clean = lawn::RunDrain(options, stub_ptrs[0], stub_ptrs, &report);
   } else {
     lawn::StartLoadConfig config;
     config.stubs = stub_ptrs;
     config.unary = options.mode == lawn::LoadMode::kUnary;
     config.concurrency = options.concurrency;
     config.batch = options.batch;
+    config.return_timers = options.return_timers;
     config.count = options.count;
     config.duration = options.duration;
     config.ttl = options.ttl;
@@ -126,6 +132,7 @@ int main(int argc, char** argv) {
                         : options.api == lawn::ClientApi::kBlocking      ? options.concurrency
                                                                          : 0});
     report.Add("batch", uint64_t{config.unary ? 1 : options.batch});
+    report.Add("return_timers", uint64_t{options.return_timers ? 1u : 0u});
     report.Add("timers", r.timers_ok);
     report.Add("calls", r.calls);
     report.Add("elapsed_s", r.elapsed_s);

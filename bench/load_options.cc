@@ -52,8 +52,10 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
       o->mode = LoadMode::kBatch;
     } else if (value == "precision") {
       o->mode = LoadMode::kPrecision;
+    } else if (value == "drain") {
+      o->mode = LoadMode::kDrain;
     } else {
-      return Bad(name, value, "one of unary, batch, precision");
+      return Bad(name, value, "one of unary, batch, precision, drain");
     }
   } else if (name == "concurrency") {
     return ParseUint32(name, value, 1, 4096, &o->concurrency);
@@ -67,6 +69,7 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
   } else if (name == "batch") {
     return ParseUint32(name, value, 1, 10000, &o->batch);
   } else if (name == "ttl") {
+    o->ttl_given = true;
     return ParseDuration(name, value, &o->ttl);
   } else if (name == "namespace") {
     o->ns = std::string(value);
@@ -104,6 +107,8 @@ absl::Status Apply(absl::string_view name, absl::string_view value, LoadOptions*
     return ParseDuration(name, value, &o->ttl_max);
   } else if (name == "max-in-flight") {
     return ParseUint32(name, value, 1, 100000, &o->max_in_flight);
+  } else if (name == "max-batch") {
+    return ParseUint32(name, value, 0, 1000, &o->max_batch);
   } else if (name == "grace") {
     return ParseDuration(name, value, &o->grace);
   } else {
@@ -125,6 +130,10 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
       o.json = true;
       continue;
     }
+    if (arg == "return-timers") {
+      o.return_timers = true;
+      continue;
+    }
     absl::string_view name = arg, value;
     if (const size_t eq = arg.find('='); eq != absl::string_view::npos) {
       name = arg.substr(0, eq);
@@ -137,6 +146,7 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
   }
   if (o.channels > o.concurrency) o.channels = o.concurrency;
   if (o.mode == LoadMode::kPrecision && !o.duration_given) o.duration = std::chrono::seconds(20);
+  if (o.mode == LoadMode::kDrain && !o.ttl_given) o.ttl = std::chrono::milliseconds(1);
   if (o.ttl_min > o.ttl_max) return absl::InvalidArgumentError("--ttl-min must not exceed --ttl-max");
   if (o.ttl_min < std::chrono::milliseconds(1)) return absl::InvalidArgumentError("--ttl-min: at least 1ms");
   if (o.ns.empty()) {
@@ -152,12 +162,23 @@ const char* LoadUsage() {
             [--batch 100] [--ttl 1h] [--channels 1] [--json]
       Starts --count long-TTL timers (random 16-byte ids, one namespace per run) with --concurrency calls in
       flight, stopping at --duration; prints timers/s, calls/s, call latency p50/p99/max and errors.
+      --return-timers (batch) sets StartTimersRequest.return_timers: lawnd answers with every timer.
 
   lawn_load --target 127.0.0.1:PORT --mode precision [--pending 1000000] [--rate 10000] [--duration 20s]
             [--ttl-min 100ms] [--ttl-max 2s] [--batch 100] [--max-in-flight 1000] [--json]
       Preloads --pending timers of --ttl (1h), subscribes to the namespace, then starts --rate short timers
       per second for --duration and reports, per expiration, receive wall time minus the timer's deadline:
       p50/p99/p999/max in microseconds, and how many arrived early (a bug).
+
+  lawn_load --target 127.0.0.1:PORT --mode drain [--count 200000] [--batch 1000] [--concurrency 4]
+            [--max-in-flight 1000] [--max-batch 1000] [--json]
+      Subscribe throughput: starts --count timers of --ttl (1ms) with nobody subscribed, waits until all have
+      fired into the outbox, then opens one subscriber (acking everything at once) and times it from open
+      to its last ack written: expirations/s, responses and ack messages, and with --server-pid lawnd's CPU
+      microseconds per expiration over that drain (until lawnd's outbox is empty).
+
+  --max-batch N (precision, drain): the subscriber's open.max_batch, 0..1000 (default 1000; 0 = one
+  expiration per response, the original shape).
 
   --server-pid PID adds the CPU seconds lawnd used during the run (from /proc/PID/stat), and CPU
   microseconds per timer of lawnd and of lawn_load itself, and lawnd context switches per call, to the

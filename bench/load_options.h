@@ -15,6 +15,7 @@ enum class LoadMode {
   kUnary,      // "unary": one StartTimer call per timer.
   kBatch,      // "batch": StartTimers calls of `batch` timers each.
   kPrecision,  // "precision": preload, then paced short timers and one subscriber measuring lateness.
+  kDrain,      // "drain": fill the outbox with fired timers, then time one subscriber emptying it.
 };
 
 // How lawn_load's unary/batch calls are issued and completed.
@@ -42,8 +43,13 @@ struct LoadOptions {
   // Timers per StartTimers call (batch, and the precision mode's paced starts). Allowed 1..10000. Default
   // 100.
   uint32_t batch = 100;
-  // TTL of every timer in unary/batch, and of the preloaded timers of precision. Default 1h.
+  // StartTimersRequest.return_timers of the batch mode's calls (the answer carries every timer, as before
+  // issue 11). Default false: codes only.
+  bool return_timers = false;
+  // TTL of every timer in unary/batch, and of the preloaded timers of precision. Default 1h; 1ms for drain
+  // (its timers are meant to fire at once).
   std::chrono::nanoseconds ttl = std::chrono::hours(1);
+  bool ttl_given = false;
   // Namespace of the run; empty = "load-<pid>-<unix seconds>", so every run has its own.
   std::string ns;
   // Print the summary as one JSON object instead of key=value text.
@@ -73,8 +79,11 @@ struct LoadOptions {
   // Short TTLs are uniform in [ttl_min, ttl_max], whole milliseconds. Defaults 100ms and 2s.
   std::chrono::nanoseconds ttl_min = std::chrono::milliseconds(100);
   std::chrono::nanoseconds ttl_max = std::chrono::seconds(2);
-  // The subscriber's Subscribe open.max_in_flight. Default 1000.
+  // The subscriber's Subscribe open.max_in_flight (precision, drain). Default 1000.
   uint32_t max_in_flight = 1000;
+  // The subscriber's Subscribe open.max_batch (precision, drain): expirations per response, 0 = one each
+  // (the original shape). Allowed 0..1000. Default 1000.
+  uint32_t max_batch = 1000;
   // After the last start, how long to wait for the outstanding expirations beyond ttl_max. Default 10s.
   std::chrono::nanoseconds grace = std::chrono::seconds(10);
 };

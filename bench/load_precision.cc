@@ -10,6 +10,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "bench/expiry_probe.h"
+#include "bench/load_cpu.h"
 #include "bench/load_writer.h"
 #include "grpcpp/grpcpp.h"
 
@@ -18,146 +20,6 @@ namespace lawn {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t WallNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);  // std::chrono::system_clock, as lawnd reads it, without the wrapping.
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t TimestampNs(const google::protobuf::Timestamp& t) { return t.seconds() * 1'000'000'000 + t.nanos(); }
-
-// One Subscribe stream that measures every delivery the moment it is read and acks it at once: pending acks
-// go out together in the next `ack` message, written as soon as the previous write completed.
-class ExpiryProbe final : public grpc::ClientBidiReactor<v1::SubscribeRequest, v1::SubscribeResponse> {
- public:
-  ExpiryProbe(v1::TimerService::Stub* stub, const std::string& ns, uint32_t max_in_flight) {
-    request_.mutable_open()->set_namespace_(ns);
-    request_.mutable_open()->set_max_in_flight(max_in_flight);
-    stub->async()->Subscribe(&context_, this);
-    writing_ = true;
-    StartWrite(&request_);
-    StartRead(&response_);
-    StartCall();
-  }
-
-  // Blocks until `open` is written or the stream ended; true if it was written.
-  bool WaitOpen() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](ExpiryProbe* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->opened_ || p->done_; }, this));
-    return opened_ && !done_;
-  }
-
-  // Blocks until `n` first deliveries arrived, the stream ended, or `deadline`; returns the count so far.
-  uint64_t WaitReceived(uint64_t n, absl::Time deadline) {
-    absl::MutexLock lock(&mu_);
-    target_ = n;
-    mu_.AwaitWithDeadline(absl::Condition(
-                              +[](ExpiryProbe* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                return p->received_ >= p->target_ || p->done_;
-                              },
-                              this),
-                          deadline);
-    return received_;
-  }
-
-  // Half-closes (after the pending acks) and waits for lawnd to end the stream; cancels it after 5 s.
-  grpc::Status Stop() {
-    bool writes_done = false;
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-      writes_done = !writing_ && !done_ && !writes_done_;
-      if (writes_done) writes_done_ = true;
-    }
-    if (writes_done) StartWritesDone();
-    absl::MutexLock lock(&mu_);
-    auto is_done = +[](ExpiryProbe* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->done_; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(is_done, this), absl::Seconds(5))) {
-      context_.TryCancel();
-      mu_.Await(absl::Condition(is_done, this));
-    }
-    return status_;
-  }
-
-  void OnReadDone(bool ok) override {
-    const int64_t now = WallNowNs();
-    if (!ok) return;  // lawnd ended the stream; OnDone follows.
-    const v1::Expiration& e = response_.expiration();
-    const int64_t deadline = TimestampNs(e.timer().deadline());
-    const int64_t fired = TimestampNs(e.fired_at());
-    bool write;
-    {
-      absl::MutexLock lock(&mu_);
-      if (e.attempt() == 1) {
-        ++received_;
-        lateness_us_.push_back(static_cast<double>(now - deadline) / 1e3);
-        fire_lateness_us_.push_back(static_cast<double>(fired - deadline) / 1e3);
-        if (now < deadline) ++early_;
-        if (fired < deadline) ++fired_early_;
-        if (e.late()) ++late_flagged_;
-        if (first_receive_ns_ == 0) first_receive_ns_ = now;
-        last_receive_ns_ = now;
-      } else {
-        ++redeliveries_;
-      }
-      acks_.push_back(e.delivery_id());
-      write = PrepareWriteLocked();
-    }
-    StartRead(&response_);
-    if (write) StartWrite(&request_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    bool write = false, writes_done = false;
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-      opened_ = true;
-      if (!ok) return;  // The stream broke; OnDone reports it.
-      write = PrepareWriteLocked();
-      if (!write && stopping_ && !writes_done_) writes_done = writes_done_ = true;
-    }
-    if (write) StartWrite(&request_);
-    if (writes_done) StartWritesDone();
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    absl::MutexLock lock(&mu_);
-    status_ = status;
-    done_ = true;
-  }
-
-  // Results; read after Stop.
-  std::vector<double> lateness_us_, fire_lateness_us_;
-  uint64_t received_ = 0, early_ = 0, fired_early_ = 0, late_flagged_ = 0, redeliveries_ = 0;
-  int64_t first_receive_ns_ = 0, last_receive_ns_ = 0;
-
- private:
-  // Moves the pending acks into request_ if no write is under way; true if the caller must StartWrite.
-  bool PrepareWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || acks_.empty() || writes_done_ || done_) return false;
-    request_.Clear();
-    request_.mutable_ack()->mutable_delivery_ids()->Add(acks_.begin(), acks_.end());
-    acks_.clear();
-    writing_ = true;
-    return true;
-  }
-
-  grpc::ClientContext context_;
-  v1::SubscribeRequest request_;    // Owned by the write under way while writing_.
-  v1::SubscribeResponse response_;  // Owned by the read under way.
-  absl::Mutex mu_;
-  std::vector<uint64_t> acks_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool opened_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t target_ ABSL_GUARDED_BY(mu_) = 0;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-};
 
 // Starts `rate` short timers per second in StartTimers calls of `batch`, on absolute send times; at most
 // kMaxCalls calls in flight (the pacing waits for a free one).
@@ -279,16 +141,21 @@ bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
     }
   }
 
-  auto* probe = new ExpiryProbe(stub, options.ns, options.max_in_flight);
+  auto* probe = new ExpiryProbe(stub, options.ns, options.max_in_flight, options.max_batch);
   std::unique_ptr<ExpiryProbe> owned(probe);  // Deleted only after Stop: OnDone has run by then.
   if (!probe->WaitOpen()) {
     report->Add("error", "Subscribe: " + probe->Stop().error_message());
     return false;
   }
+  // lawnd's CPU from the first paced start to the last expiration received: starting, firing and delivering
+  // the short timers (the preload is over; the long-TTL timers only sit there).
+  const pid_t server = static_cast<pid_t>(options.server_pid);
+  const double cpu_start = server != 0 ? ProcessCpuSeconds(server).value_or(-1) : -1;  // -1: not measured.
   PacedStarter starter(stub, options, options.seed);
   starter.Run();
   const absl::Time wait_until = absl::Now() + absl::FromChrono(options.ttl_max + options.grace);
   probe->WaitReceived(starter.ok_, wait_until);
+  const double cpu_end = server != 0 ? ProcessCpuSeconds(server).value_or(-1) : -1;
   const grpc::Status stream = probe->Stop();
 
   const Percentiles lateness = Summarize(probe->lateness_us_);
@@ -299,7 +166,19 @@ bool RunPrecision(const LoadOptions& options, v1::TimerService::Stub* stub,
   report->Add("start_errors", starter.errors_);
   report->Add("start_timers_per_s",
               starter.elapsed_s_ > 0 ? static_cast<double>(starter.ok_) / starter.elapsed_s_ : 0.0);
+  report->Add("max_batch", uint64_t{options.max_batch});
   report->Add("received", probe->received_);
+  report->Add("responses", probe->responses_);
+  report->Add("expirations_per_response",
+              probe->responses_ > 0 ? static_cast<double>(probe->received_ + probe->redeliveries_) /
+                                          static_cast<double>(probe->responses_)
+                                    : 0.0);
+  report->Add("ack_messages", probe->ack_messages_);
+  if (cpu_start >= 0 && cpu_end >= 0 && probe->received_ > 0) {
+    report->Add("paced_server_cpu_s", cpu_end - cpu_start);
+    report->Add("paced_server_cpu_us_per_expiration",
+                (cpu_end - cpu_start) * 1e6 / static_cast<double>(probe->received_));
+  }
   report->Add("missing", starter.ok_ > probe->received_ ? starter.ok_ - probe->received_ : uint64_t{0});
   report->Add("early", probe->early_);
   report->Add("fired_early", probe->fired_early_);

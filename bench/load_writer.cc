@@ -95,6 +95,7 @@ class StartLoad {
       fill(&slot.unary_request);
     } else {
       for (uint32_t i = 0; i < config_.batch; ++i) fill(slot.batch_request.add_timers());
+      slot.batch_request.set_return_timers(config_.return_timers);
     }
   }
 

@@ -24,6 +24,7 @@ struct StartLoadConfig {
   bool unary = false;
   uint32_t concurrency = 1;              // Calls in flight.
   uint32_t batch = 100;                  // Timers per StartTimers call.
+  bool return_timers = false;            // StartTimersRequest.return_timers: lawnd echoes every timer.
   uint64_t count = 0;                    // Timers in total.
   std::chrono::nanoseconds duration{0};  // No call is issued after this much time.
   std::chrono::nanoseconds ttl{0};       // Every timer's TTL.

@@ -345,7 +345,7 @@ class Soak:
 
     def op_start_batch(self):
         ns = WORK_NAMESPACES[self.rng.randrange(len(WORK_NAMESPACES))]
-        req = pb.StartTimersRequest()
+        req = pb.StartTimersRequest(return_timers=True)  # The deadlines, to check each expiration against.
         keys = []
         with self.mu:
             for _ in range(10):

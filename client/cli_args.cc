@@ -151,6 +151,10 @@ constexpr FlagSpec kFlags[] = {
      [](std::string_view v, CliArgs& a) {
        return SetInteger(v, std::numeric_limits<uint32_t>::max(), a.max_in_flight);
      }},
+    {"max-batch", "", "N", Bit(CliCommand::kSubscribe),
+     [](std::string_view v, CliArgs& a) {
+       return SetInteger(v, std::numeric_limits<uint32_t>::max(), a.max_batch);
+     }},
     {"observe", "", "", Bit(CliCommand::kSubscribe),
      [](std::string_view, CliArgs& a) {
        a.observe = true;
@@ -327,10 +331,11 @@ Commands:
   list [-n NS] [--page-size N] [--page-token TOKEN] [--all]
       List the pending timers of a namespace in id order, one page (default 100, at most 1000);
       --all follows the page tokens to the last page.
-  subscribe [-n NS] [--max-in-flight N] [--observe] [--count N] [--for DUR]
+  subscribe [-n NS] [--max-in-flight N] [--max-batch N] [--observe] [--count N] [--for DUR]
       Print each expiration as it fires, and ack it. Runs until --count expirations, until --for has
       elapsed, or until Ctrl-C / SIGTERM (all exit 0); exits non-zero if the stream fails. --observe
-      receives a copy of every expiration without taking work from other subscribers.
+      receives a copy of every expiration without taking work from other subscribers. --max-batch: up
+      to N expirations per message from lawnd (default 1000, lawnd's cap; 0 = one per message).
   health [--service NAME]
       Print SERVING or NOT_SERVING (exit 0 only when SERVING).
   stats

@@ -67,6 +67,7 @@ struct CliArgs {
   bool all = false;                                  // list --all: follow next_page_token to the end.
   uint32_t max_in_flight = 100;                      // subscribe --max-in-flight.
   bool observe = false;                              // subscribe --observe.
+  uint32_t max_batch = 1000;                         // subscribe --max-batch: per response; 0 = one each.
   uint64_t count = 0;                                // subscribe --count: stop after this many; 0 = no limit.
   std::optional<std::chrono::nanoseconds> for_duration;  // subscribe --for: stop after this long.
   std::string service;                                   // health --service; "" = the whole server.

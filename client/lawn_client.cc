@@ -80,19 +80,39 @@ absl::StatusOr<v1::Timer> LawnClient::StartTimer(std::string ns, std::string id,
   return StartTimer(request);
 }
 
-absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> LawnClient::StartTimers(
-    const std::vector<v1::StartTimerRequest>& requests) {
+absl::Status LawnClient::CallStartTimers(const std::vector<v1::StartTimerRequest>& requests, bool return_timers,
+                                         v1::StartTimersResponse* response) {
   v1::StartTimersRequest request;
   request.mutable_timers()->Reserve(static_cast<int>(requests.size()));
   for (const v1::StartTimerRequest& r : requests) *request.add_timers() = r;
+  request.set_return_timers(return_timers);
   grpc::ClientContext context;
   PrepareContext(context);
-  v1::StartTimersResponse response;
-  if (grpc::Status s = stub_->StartTimers(&context, request, &response); !s.ok()) return FromGrpcStatus(s);
-  if (static_cast<size_t>(response.results_size()) != requests.size()) {
-    return absl::InternalError("StartTimers: lawnd answered " + std::to_string(response.results_size()) +
+  if (grpc::Status s = stub_->StartTimers(&context, request, response); !s.ok()) return FromGrpcStatus(s);
+  if (static_cast<size_t>(response->results_size()) != requests.size()) {
+    return absl::InternalError("StartTimers: lawnd answered " + std::to_string(response->results_size()) +
                                " results for " + std::to_string(requests.size()) + " timers");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<absl::Status>> LawnClient::StartTimers(const std::vector<v1::StartTimerRequest>& requests) {
+  v1::StartTimersResponse response;
+  if (absl::Status s = CallStartTimers(requests, /*return_timers=*/false, &response); !s.ok()) return s;
+  std::vector<absl::Status> results;
+  results.reserve(requests.size());
+  for (v1::StartTimerResult& result : *response.mutable_results()) {
+    results.push_back(result.code() == 0 ? absl::OkStatus()
+                                         : FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(result.code()),
+                                                                       std::move(*result.mutable_message()))));
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> LawnClient::StartTimersReturningTimers(
+    const std::vector<v1::StartTimerRequest>& requests) {
+  v1::StartTimersResponse response;
+  if (absl::Status s = CallStartTimers(requests, /*return_timers=*/true, &response); !s.ok()) return s;
   std::vector<absl::StatusOr<v1::Timer>> results;
   results.reserve(requests.size());
   for (v1::StartTimerResult& result : *response.mutable_results()) {

@@ -85,9 +85,13 @@ class LawnClient {
                                        std::optional<std::chrono::nanoseconds> interval = {},
                                        bool replace = false);
 
-  // Starts many timers in one RPC. The outer status is the RPC's; on success there is one result per request,
-  // in request order, each the started timer or that item's own error (same codes as StartTimer).
-  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> StartTimers(
+  // Starts many timers in one RPC (at most 10,000). The outer status is the RPC's; on success there is one
+  // result per request, in request order: OK, or that item's own error (same codes as StartTimer). lawnd
+  // answers with codes only (return_timers false), so nothing per timer is built or sent back.
+  absl::StatusOr<std::vector<absl::Status>> StartTimers(const std::vector<v1::StartTimerRequest>& requests);
+  // StartTimers with return_timers set: each result is the started timer as lawnd stored it (its absolute
+  // deadline), or that item's error. For callers that need the timers; costs lawnd a Timer per item.
+  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> StartTimersReturningTimers(
       const std::vector<v1::StartTimerRequest>& requests);
 
   // Deletes a pending timer and returns it. NOT_FOUND if there is none.
@@ -130,6 +134,9 @@ class LawnClient {
  private:
   // A context with the call deadline and the token set.
   void PrepareContext(grpc::ClientContext& context) const;
+  // The StartTimers call behind both forms; `response` has one result per request when OK.
+  absl::Status CallStartTimers(const std::vector<v1::StartTimerRequest>& requests, bool return_timers,
+                               v1::StartTimersResponse* response);
 
   const ClientOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;

@@ -123,6 +123,7 @@ int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_sign
     options.max_in_flight = static_cast<uint32_t>(args.count);
   }
   options.observe = args.observe;
+  options.max_batch = args.max_batch;
   const auto on_expiration = [&](const v1::Expiration& e) {
     if (args.json) {
       absl::StatusOr<std::string> json = ExpirationJson(e);

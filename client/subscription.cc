@@ -75,6 +75,7 @@ void Subscription::Dispatch() {
   open->set_namespace_(namespace_);
   open->set_max_in_flight(options_.max_in_flight);
   open->set_observe(options_.observe);
+  open->set_max_batch(options_.max_batch);
   // A failed write means the call is over (unreachable, cancelled); Finish below says why.
   if (stream_->Write(open_request)) {
     {
@@ -114,16 +115,23 @@ void Subscription::Dispatch() {
 void Subscription::ReadAll() {
   v1::SubscribeResponse response;
   while (stream_->Read(&response)) {
+    // A batched response (open.max_batch > 0) carries `expirations`; the original shape one `expiration`.
+    const size_t batch = response.expirations_size() > 0 ? static_cast<size_t>(response.expirations_size()) : 1;
     absl::MutexLock lock(&mu_);
-    // Stop lifts the limit: from then on everything read is dropped, so the reader keeps draining until lawnd
-    // ends the stream.
-    const auto has_room = [this] {
+    // Room for the whole response, or an empty queue (lawnd's max_in_flight keeps a batch within the window,
+    // so the queue stays near buffer_limit_ even then). Stop lifts the limit: from then on everything read is
+    // dropped, so the reader keeps draining until lawnd ends the stream.
+    const auto has_room = [this, batch] {
       mu_.AssertReaderHeld();
-      return stopping_ || received_.size() < buffer_limit_;
+      return stopping_ || received_.empty() || received_.size() + batch <= buffer_limit_;
     };
     mu_.Await(absl::Condition(&has_room));
     if (stopping_) continue;
-    received_.push_back(std::move(*response.mutable_expiration()));
+    if (response.expirations_size() == 0) {
+      received_.push_back(std::move(*response.mutable_expiration()));
+      continue;
+    }
+    for (v1::Expiration& e : *response.mutable_expirations()) received_.push_back(std::move(e));
   }
   absl::MutexLock lock(&mu_);
   reader_done_ = true;

@@ -1,10 +1,12 @@
 // Subscription: one Subscribe stream of lawn.v1.TimerService, run on threads of its own.
 //
 // The stream sends `open`, then hands every expiration it receives to the caller's callback, one at a time
-// and in arrival order, and acks it (SubscribeOptions::auto_ack) once the callback has returned. Acks that
-// pile up while the callback runs go out together in one `ack` message; they are sent at the latest when
-// nothing else is waiting for the callback, so the stream never sits on a full in-flight window of finished
-// work.
+// and in arrival order, and acks it (SubscribeOptions::auto_ack) once the callback has returned. By default
+// it asks lawnd for batched responses (SubscribeOptions::max_batch: several expirations per message, as many
+// as are ready); the callback sees them one by one either way. Acks that pile up while the callback runs go
+// out together in one `ack` message; they are sent at the latest when nothing else is waiting for the
+// callback, or once half the in-flight window is acked, so the stream never sits on a full in-flight window
+// of finished work and no ack waits for expirations that may never come.
 //
 // Two threads per subscription: a reader (blocking Read, queues at most max_in_flight expirations) and a
 // dispatcher (runs the callback, writes acks; the only writer on the stream). The callback runs on the
@@ -47,6 +49,12 @@ struct SubscribeOptions {
   bool observe = false;
   // Ack each expiration when the callback returns. With false the caller acks with Subscription::Ack.
   bool auto_ack = true;
+  // Expirations lawnd may put in one response (open.max_batch): up to this many of those ready when it
+  // writes, never waiting for more; lawnd caps it at 1000 and about 1 MiB per response, and max_in_flight
+  // bounds it too. 0: one per response (the shape from before batching). The callback is called once per
+  // expiration either way. A batched response can be about 1 MiB: keep ClientOptions::max_message_bytes
+  // (the channel's receive limit) above that.
+  uint32_t max_batch = 1000;
 };
 
 class Subscription {

@@ -19,6 +19,11 @@ inline constexpr uint64_t kLateAfterNs = 1'000'000'000;
 // itself, its ready-queue slot and, while in flight, its map entry and ack-deadline entry.
 inline constexpr uint64_t kOutboxEntryOverheadBytes = 192;
 
+// Upper bound on an Expiration's encoding beyond its namespace, id and payload bytes: Timer (ttl, deadline,
+// interval: 3 x 13; tags and lengths of namespace, id, payload: 3 x 6), fired_at 13, delivery_id 11,
+// attempt 6, late 2, and the Expiration's own tag and length 6.
+inline constexpr uint64_t kExpirationWireOverheadBytes = 96;
+
 struct Delivery {
   uint64_t delivery_id = 0;
   std::string key;  // namespace \0 id
@@ -32,6 +37,9 @@ struct Delivery {
 
   // Bytes this entry counts against max_outbox_bytes_per_namespace / max_outbox_bytes.
   uint64_t Charge() const { return ChargeFor(key.size(), payload.size()); }
+  // About what it takes as an Expiration on the wire: key and payload, plus a bound on the fixed fields
+  // (timestamps, durations, ids, tags and lengths), for sizing batches without serializing them.
+  uint64_t WireBytes() const { return key.size() + payload.size() + kExpirationWireOverheadBytes; }
   static uint64_t ChargeFor(size_t key_bytes, size_t payload_bytes) {
     return key_bytes + payload_bytes + kOutboxEntryOverheadBytes;
   }

@@ -141,34 +141,51 @@ void Outbox::RemoveSubscriber(const Subscriber* subscriber) {
 }
 
 bool Outbox::Next(Subscriber& subscriber, uint64_t now_mono_ns, Delivery* out) {
+  std::vector<Delivery> one;
+  if (NextBatch(subscriber, now_mono_ns, 1, UINT64_MAX, &one) == 0) return false;
+  *out = std::move(one.front());
+  return true;
+}
+
+size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
+                         std::vector<Delivery>* out) {
   absl::MutexLock lock(&mu_);
+  size_t taken = 0;
+  uint64_t bytes = 0;
+  // Whether `d` still fits: the first always does, so an oversized delivery is never stuck.
+  const auto fits = [&](const Delivery& d) { return taken == 0 || bytes + d.WireBytes() <= max_bytes; };
   if (subscriber.observe) {
-    if (subscriber.observed.empty()) {
-      subscriber.waiting = true;
-      return false;
+    while (taken < max_count && !subscriber.observed.empty() && fits(subscriber.observed.front())) {
+      Delivery& d = out->emplace_back(std::move(subscriber.observed.front()));
+      subscriber.observed.pop_front();
+      d.attempt++;
+      bytes += d.WireBytes();
+      ++taken;
     }
-    *out = std::move(subscriber.observed.front());
-    subscriber.observed.pop_front();
-    out->attempt++;
-    return true;
+    if (taken == 0) subscriber.waiting = true;
+    return taken;
   }
-  while (true) {
-    if (ready_.empty() || subscriber.in_flight >= subscriber.max_in_flight) {
-      subscriber.waiting = true;
-      return false;
+  // One ack deadline for the whole batch: it is sent as one message.
+  const uint64_t deadline = now_mono_ns + ack_timeout_ns_;
+  while (taken < max_count && !ready_.empty() && subscriber.in_flight < subscriber.max_in_flight) {
+    if (acked_ready_.erase(ready_.front().delivery_id) > 0) {  // Acked late by its last holder: done.
+      ready_.pop_front();
+      continue;
     }
+    if (!fits(ready_.front())) break;
     Delivery d = std::move(ready_.front());
     ready_.pop_front();
-    if (acked_ready_.erase(d.delivery_id) > 0) continue;  // Acked late by its last holder: done.
     ackable_ready_.erase(d.delivery_id);  // Resent: only the new holder's ack counts now.
     d.attempt++;
-    *out = d;
-    const uint64_t deadline = now_mono_ns + ack_timeout_ns_;
+    out->push_back(d);
+    bytes += d.WireBytes();
+    ++taken;
     timeouts_.emplace(deadline, d.delivery_id);
     subscriber.in_flight++;
     in_flight_.insert_or_assign(d.delivery_id, InFlight{std::move(d), subscriber.id, &subscriber, deadline});
-    return true;
   }
+  if (taken == 0) subscriber.waiting = true;
+  return taken;
 }
 
 AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<uint64_t>* acked) {

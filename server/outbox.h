@@ -98,6 +98,13 @@ class Outbox {
   // Takes the next expiration for `subscriber` into `*out` (in flight until acked, for a work-sharing
   // subscriber). Returns false, and marks the subscriber waiting, when there is nothing it may take.
   bool Next(Subscriber& subscriber, uint64_t now_mono_ns, Delivery* out);
+  // Next for a batch, under one lock: appends to `*out` what `subscriber` may take now, in the order Next
+  // would hand it out, up to `max_count` deliveries and, after the first, until their WireBytes would pass
+  // `max_bytes` (a first delivery larger than that is taken alone). Each one taken is in flight as with
+  // Next, so the subscriber's max_in_flight bounds the batch too. Never waits for more. Returns how many it
+  // appended; 0 marks the subscriber waiting, like Next returning false. REQUIRES: max_count >= 1.
+  size_t NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
+                   std::vector<Delivery>* out);
 
   // Acknowledges delivery ids on behalf of `from`; appends those it removed to `acked` (to delete from
   // storage). Ids `from` does not hold change nothing and are counted in the result.

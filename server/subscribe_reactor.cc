@@ -1,5 +1,6 @@
 #include "server/subscribe_reactor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -158,6 +159,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
       return;
     }
     handle_ = handle;
+    max_batch_ = std::min(open.max_batch(), kMaxBatchCount);
     ns_ = *ns;
     outbox_ = &(*ns)->outbox;
     open_ns_ = open.namespace_();
@@ -171,8 +173,8 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     Close(ToGrpcStatus(s));
     return;
   }
-  spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {})", *ns_name, max_in_flight,
-                open.observe());
+  spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {}, max_batch {})", *ns_name,
+                max_in_flight, open.observe(), std::min(open.max_batch(), kMaxBatchCount));
   StartRead(&read_buf_);
   (*ns)->outbox.AddSubscriber(handle);  // Wakes us: the first sends start here.
 }
@@ -181,34 +183,49 @@ void SubscribeReactor::TrySend() {
   {
     absl::MutexLock lock(&mu_);
     if (writing_ || closing_ || handle_ == nullptr) return;
-    Delivery d;
-    if (!outbox_->Next(*handle_, TimeBase::MonoNowNs(), &d)) return;
+    // What is ready now, never more: a batch is not waited for, so batching adds no latency.
+    if (outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), max_batch_ == 0 ? 1 : max_batch_, kMaxBatchBytes,
+                           &batch_) == 0) {
+      return;
+    }
     writing_ = true;
-    v1::Expiration* e = response_.mutable_expiration();
+    FillResponse();
+    // Cannot fail: a response is at most kMaxBatchBytes of expirations, or one expiration of at most its
+    // payload (4 MiB, config max_payload_bytes) plus a few hundred bytes, far below protobuf's 2 GiB. Closing
+    // the stream here instead would run RemoveSubscriber, which wakes other streams, while this stream's
+    // StreamHandle mutex may be held (Wake): two at once deadlock.
+    if (const grpc::Status s = SerializeMessage(response_, &write_buf_); !s.ok()) {
+      spdlog::critical("cannot serialize {} expiration(s) from {}: {}", batch_.size(), batch_[0].delivery_id,
+                       s.error_message());
+      std::abort();
+    }
+    batch_.clear();  // The outbox holds them until acked; this copy's payloads need not wait for the next write.
+  }
+  StartWrite(&write_buf_);
+}
+
+void SubscribeReactor::FillResponse() {
+  // The messages are reused from write to write (their allocations with them): every field is set each time.
+  google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
+  many->Clear();  // Keeps the cleared elements for add_expirations to reuse.
+  Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
+  const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
+  for (const Delivery& d : batch_) {
+    v1::Expiration* e = max_batch_ == 0 ? response_.mutable_expiration() : many->Add();
     FillTimer(d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns, e->mutable_timer());
     SetTimestamp(d.fired_at_unix_ns, e->mutable_fired_at());
     e->set_delivery_id(d.delivery_id);
     e->set_attempt(d.attempt);
     e->set_late(d.late);
-    if (d.attempt == 1 && !handle_->observe) {
-      if (Metrics* m = runtime_.metrics()) {
-        // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
-        const double lateness = static_cast<double>(TimeBase::WallNowNs()) - static_cast<double>(d.deadline_unix_ns);
-        m->expiry_lateness().Observe(lateness > 0 ? static_cast<double>(lateness) * 1e-9 : 0.0);
-      }
+    if (d.attempt == 1 && metrics != nullptr) {
+      // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
+      const double lateness = wall_now - static_cast<double>(d.deadline_unix_ns);
+      metrics->expiry_lateness().Observe(lateness > 0 ? lateness * 1e-9 : 0.0);
     }
     if (d.attempt > 1) {
       spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
     }
-    // Cannot fail: an expiration is its payload (at most 4 MiB, config max_payload_bytes) plus a few hundred
-    // bytes, far below protobuf's 2 GiB. Closing the stream here instead would run RemoveSubscriber, which
-    // wakes other streams, while this stream's StreamHandle mutex may be held (Wake): two at once deadlock.
-    if (const grpc::Status s = SerializeMessage(response_, &write_buf_); !s.ok()) {
-      spdlog::critical("cannot serialize expiration {}: {}", d.delivery_id, s.error_message());
-      std::abort();
-    }
   }
-  StartWrite(&write_buf_);
 }
 
 void SubscribeReactor::OnWriteDone(bool ok) {

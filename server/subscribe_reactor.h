@@ -1,5 +1,6 @@
 // SubscribeReactor: one Subscribe stream. Reads `open` then `ack`s; writes expirations taken from its
-// namespace's Outbox, one write in flight at a time.
+// namespace's Outbox, one write in flight at a time: one per message (open.max_batch 0), or a batch of what
+// is ready when the write starts (max_batch > 0; at most kMaxBatchCount and about kMaxBatchBytes).
 //
 // The stream is raw (grpc::ByteBuffer both ways, see server/raw_call.h): the reactor parses each message
 // itself, so one that does not parse ends the stream INVALID_ARGUMENT instead of looking like a half-close
@@ -14,7 +15,9 @@
 // streams (AddSubscriber, RemoveSubscriber, Ack) are made without holding mu_.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
@@ -32,6 +35,12 @@ class SubscribeReactor;
 
 class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
+  // Bounds of one batched SubscribeResponse: open.max_batch above kMaxBatchCount means kMaxBatchCount, and a
+  // batch stops before the expiration that would take it past kMaxBatchBytes (Delivery::WireBytes; a first
+  // one larger than that goes alone). 1 MiB keeps a batch well inside gRPC's default 4 MiB receive limit.
+  static constexpr uint32_t kMaxBatchCount = 1000;
+  static constexpr uint64_t kMaxBatchBytes = 1 << 20;
+
   // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
   // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.
   SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission, Caller caller,
@@ -54,6 +63,8 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   class StreamHandle;
 
   void Open(const v1::SubscribeRequest::Open& open);
+  // Fills response_ from batch_ (the shape max_batch_ asks for) and records the first-delivery metrics.
+  void FillResponse() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Runtime& runtime_;
   StreamRegistry& registry_;
@@ -67,6 +78,10 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   uint64_t messages_read_ = 0;  // Numbers messages in errors, from 1.
 
   absl::Mutex mu_;
+  // Expirations per response (open.max_batch, capped); 0: one, in the original `expiration` field.
+  uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
+  // What the write being prepared takes from the outbox; empty between writes, kept for its capacity.
+  std::vector<Delivery> batch_ ABSL_GUARDED_BY(mu_);
   v1::SubscribeResponse response_ ABSL_GUARDED_BY(mu_);
   // response_ serialized; gRPC reads it from StartWrite to OnWriteDone, while writing_ keeps it unchanged.
   grpc::ByteBuffer write_buf_ ABSL_GUARDED_BY(mu_);

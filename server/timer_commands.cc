@@ -118,7 +118,7 @@ void StartCommand::Apply(ShardContext& ctx) {
     spec.replace = op.replace;
     op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
       const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
-      FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
+      if (op.out != nullptr) FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
       if (StoreBatch* batch = ctx.batch()) batch->PutTimer(t.id, deadline, t.ttl_ns, t.interval_ns, t.payload);
     });
     if (op.status.ok()) {
@@ -150,7 +150,7 @@ void StartBatch::Finish() {
     result->set_code(static_cast<int32_t>(ops[i].status.code()));
     if (!ops[i].status.ok()) {
       result->set_message(std::string(ops[i].status.message()));
-      result->clear_timer();
+      if (ops[i].out != nullptr) result->clear_timer();  // Filled by Apply before the write failed.
     }
   }
   call->Reply(grpc::Status::OK);

@@ -36,7 +36,7 @@ struct StartOp {
   uint64_t interval_ns = 0;
   bool replace = false;
   absl::Status status;        // Result; OK until something fails.
-  v1::Timer* out = nullptr;   // Where the stored timer goes.
+  v1::Timer* out = nullptr;   // Where the stored timer goes; nullptr: nowhere (StartTimers codes only).
 };
 
 // StartTimer (one op) and StartTimers (many): the ops and the RPC to finish when all are done.

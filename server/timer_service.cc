@@ -176,6 +176,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   batch->timer = Track(Rpc::kStartTimers);
   std::vector<std::vector<uint32_t>> per_shard(runtime_.shard_count());
   // Results exist before any worker runs: workers fill disjoint elements, never resize the list.
+  response.mutable_results()->Reserve(n);
   for (int i = 0; i < n; ++i) response.add_results();
   const auto now = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
@@ -187,7 +188,8 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     }
     if (op.status.ok()) op.status = limiter_.TryTake(ns, now);
     if (!op.status.ok()) continue;
-    op.out = response.mutable_results(i)->mutable_timer();
+    // Codes only unless asked: no Timer is built (or sent) per item by default.
+    if (request.return_timers()) op.out = response.mutable_results(i)->mutable_timer();
     per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
   }
   size_t commands = 0;

@@ -142,10 +142,11 @@ TEST(ParseCliArgsTest, ListReadsPagingFlags) {
 
 TEST(ParseCliArgsTest, SubscribeReadsItsFlags) {
   absl::StatusOr<CliArgs> a =
-      Parse({"subscribe", "--max-in-flight", "7", "--observe", "--count", "3", "--for", "1.5s"});
+      Parse({"subscribe", "--max-in-flight", "7", "--observe", "--count", "3", "--for", "1.5s", "--max-batch", "0"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->command, CliCommand::kSubscribe);
   EXPECT_EQ(a->max_in_flight, 7u);
+  EXPECT_EQ(a->max_batch, 0u);
   EXPECT_TRUE(a->observe);
   EXPECT_EQ(a->count, 3u);
   EXPECT_EQ(a->for_duration, milliseconds(1500));
@@ -153,6 +154,7 @@ TEST(ParseCliArgsTest, SubscribeReadsItsFlags) {
   absl::StatusOr<CliArgs> defaults = Parse({"subscribe"});
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->max_in_flight, 100u);
+  EXPECT_EQ(defaults->max_batch, 1000u);
   EXPECT_FALSE(defaults->observe);
   EXPECT_EQ(defaults->count, 0u);
   EXPECT_FALSE(defaults->for_duration.has_value());

@@ -27,7 +27,9 @@ enum class StreamEnd {
 };
 
 // A scripted TimerService. Subscribe sends `expirations` expirations (delivery ids 1..n) while no more than
-// `window` are unacked, like lawnd; a namespace "bad" is refused with INVALID_ARGUMENT.
+// `window` are unacked, like lawnd: one per response in `expiration` when open.max_batch is 0, else as many
+// as the window allows (at most max_batch) per response in `expirations`. A namespace "bad" is refused with
+// INVALID_ARGUMENT. StartTimers echoes a timer (its id) per started item only when asked (return_timers).
 class FakeTimerService final : public v1::TimerService::Service {
  public:
   int expirations = 0;
@@ -55,7 +57,7 @@ class FakeTimerService final : public v1::TimerService::Service {
       if (r.id() == "taken") {
         result->set_code(grpc::StatusCode::ALREADY_EXISTS);
         result->set_message("timer 'taken' exists");
-      } else {
+      } else if (request->return_timers()) {
         result->mutable_timer()->set_id(r.id());
       }
     }
@@ -92,21 +94,28 @@ class FakeTimerService final : public v1::TimerService::Service {
     if (request.open().namespace_() == "bad") {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "namespace: \"bad\" is bad");
     }
+    const uint32_t max_batch = request.open().max_batch();
     int sent = 0;
     size_t unacked = 0;
     for (;;) {
       while (sent < expirations && (request.open().observe() || unacked < window)) {
-        ++sent;
-        ++unacked;
+        v1::SubscribeResponse response;
+        size_t in_response = 0;
+        do {
+          ++sent;
+          ++unacked;
+          ++in_response;
+          v1::Expiration* e = max_batch == 0 ? response.mutable_expiration() : response.add_expirations();
+          e->mutable_timer()->set_id("t" + std::to_string(sent));
+          e->set_delivery_id(static_cast<uint64_t>(sent));
+          e->set_attempt(1);
+        } while (max_batch != 0 && in_response < max_batch && sent < expirations &&
+                 (request.open().observe() || unacked < window));
         {
           absl::MutexLock lock(&mu_);
           sent_ = sent;
+          response_sizes_.push_back(in_response);
         }
-        v1::SubscribeResponse response;
-        v1::Expiration* e = response.mutable_expiration();
-        e->mutable_timer()->set_id("t" + std::to_string(sent));
-        e->set_delivery_id(static_cast<uint64_t>(sent));
-        e->set_attempt(1);
         if (!stream->Write(response)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed");
       }
       if (end == StreamEnd::kWhenAllAcked && sent == expirations && unacked == 0) return grpc::Status::OK;
@@ -143,6 +152,11 @@ class FakeTimerService final : public v1::TimerService::Service {
     absl::MutexLock lock(&mu_);
     return ack_messages_;
   }
+  // Expirations per Subscribe response written, in order.
+  std::vector<size_t> response_sizes() {
+    absl::MutexLock lock(&mu_);
+    return response_sizes_;
+  }
   void AwaitSent(int n) {
     const auto enough = [&] {
       mu_.AssertReaderHeld();
@@ -167,6 +181,7 @@ class FakeTimerService final : public v1::TimerService::Service {
   std::vector<uint64_t> acked_ ABSL_GUARDED_BY(mu_);
   int ack_messages_ ABSL_GUARDED_BY(mu_) = 0;
   int sent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<size_t> response_sizes_ ABSL_GUARDED_BY(mu_);
 };
 
 // A gRPC server on 127.0.0.1, port 0, with the fake (or another test service, e.g. timer_batcher_test.cc's)

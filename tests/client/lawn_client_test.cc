@@ -97,12 +97,32 @@ TEST(LawnClientTest, StartTimersReportsEachItem) {
   requests[0].set_id("a");
   requests[1].set_id("taken");
   requests[2].set_id("c");
-  auto results = client->StartTimers(requests);
+  absl::StatusOr<std::vector<absl::Status>> results = client->StartTimers(requests);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 3u);
+  EXPECT_TRUE((*results)[0].ok());
+  EXPECT_EQ((*results)[1].code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ((*results)[1].message(), "timer 'taken' exists");
+  EXPECT_TRUE((*results)[2].ok());
+}
+
+// The fake echoes timers only when the request asks for them (return_timers), as lawnd does.
+TEST(LawnClientTest, StartTimersReturningTimersAsksForTheTimers) {
+  FakeTimerService service;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  std::vector<v1::StartTimerRequest> requests(3);
+  requests[0].set_id("a");
+  requests[1].set_id("taken");
+  requests[2].set_id("c");
+  auto results = client->StartTimersReturningTimers(requests);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 3u);
+  ASSERT_TRUE((*results)[0].ok()) << (*results)[0].status();
   EXPECT_EQ((*results)[0]->id(), "a");
   EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ((*results)[1].status().message(), "timer 'taken' exists");
+  ASSERT_TRUE((*results)[2].ok()) << (*results)[2].status();
   EXPECT_EQ((*results)[2]->id(), "c");
 }
 

@@ -60,6 +60,51 @@ TEST(SubscriptionTest, DeliversInOrderAndAcksEverythingWithinTheWindow) {
   EXPECT_FALSE(service.open().observe());
 }
 
+TEST(SubscriptionTest, AsksForBatchesAndHandsTheirExpirationsOutOneByOne) {
+  FakeTimerService service;
+  service.expirations = 100;
+  service.window = 30;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  Received received;
+  SubscribeOptions options;
+  options.max_in_flight = 30;
+  int calls = 0;  // Dispatcher thread only, read after Wait.
+  std::unique_ptr<Subscription> subscription = client->Subscribe("work", options, [&](const v1::Expiration& e) {
+    ++calls;
+    received.Add(e.delivery_id());
+  });
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.open().max_batch(), SubscribeOptions().max_batch);
+  EXPECT_EQ(received.Await(100), Iota(100));
+  EXPECT_EQ(calls, 100);
+  EXPECT_EQ(service.acked(), Iota(100));
+  // The first response filled the whole window: one message of 30.
+  const std::vector<size_t> sizes = service.response_sizes();
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(sizes.front(), 30u);
+  EXPECT_LT(sizes.size(), 100u);
+}
+
+TEST(SubscriptionTest, MaxBatchZeroReceivesTheOriginalShape) {
+  FakeTimerService service;
+  service.expirations = 20;
+  service.window = 5;
+  FakeServer server(service);
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(server.address());
+  Received received;
+  SubscribeOptions options;
+  options.max_in_flight = 5;
+  options.max_batch = 0;
+  std::unique_ptr<Subscription> subscription =
+      client->Subscribe("work", options, [&](const v1::Expiration& e) { received.Add(e.delivery_id()); });
+  EXPECT_TRUE(subscription->Wait().ok());
+  EXPECT_EQ(service.open().max_batch(), 0u);
+  EXPECT_EQ(received.Await(20), Iota(20));
+  EXPECT_EQ(service.acked(), Iota(20));
+  EXPECT_EQ(service.response_sizes(), std::vector<size_t>(20, 1));
+}
+
 TEST(SubscriptionTest, BatchesAcksThatPileUpWhileTheCallbackRuns) {
   FakeTimerService service;
   service.expirations = 40;

@@ -105,19 +105,33 @@ TEST_F(ClientTest, UnaryCallsReturnLawndsAnswersAndCodes) {
   EXPECT_TRUE(client_->RescheduleTimer("cl", "a", seconds(600)).ok());
   EXPECT_EQ(client_->RescheduleTimer("cl", "nope", seconds(600)).status().code(), absl::StatusCode::kNotFound);
 
-  // A batch: one result per item, in order, each with its own code.
+  // A batch: one result per item, in order, each with its own code (codes only, by default).
   std::vector<v1::StartTimerRequest> batch = {TtlRequest("cl", "b1", milliseconds(3'600'000)),
                                               TtlRequest("cl", "", milliseconds(3'600'000)),
                                               TtlRequest("cl", "a", milliseconds(3'600'000)),
                                               TtlRequest("cl", "b2", milliseconds(3'600'000))};
-  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> results = client_->StartTimers(batch);
+  absl::StatusOr<std::vector<absl::Status>> results = client_->StartTimers(batch);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 4u);
-  EXPECT_EQ((*results)[0]->id(), "b1");
-  EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE((*results)[1].status().message().find("timers[1].id"), std::string::npos) << (*results)[1].status();
-  EXPECT_EQ((*results)[2].status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ((*results)[3]->id(), "b2");
+  EXPECT_TRUE((*results)[0].ok()) << (*results)[0];
+  EXPECT_EQ((*results)[1].code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE((*results)[1].message().find("timers[1].id"), std::string::npos) << (*results)[1];
+  EXPECT_EQ((*results)[2].code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE((*results)[3].ok()) << (*results)[3];
+  // Asking for the timers: a replace of b2 comes back as stored; a duplicate still fails on its own.
+  v1::StartTimerRequest replace_b2 = TtlRequest("cl", "b2", milliseconds(7'200'000), "p2");
+  replace_b2.set_replace(true);
+  const int64_t before_replace = WallNowNs();
+  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> with_timers =
+      client_->StartTimersReturningTimers({replace_b2, TtlRequest("cl", "b1", milliseconds(3'600'000))});
+  ASSERT_TRUE(with_timers.ok()) << with_timers.status();
+  ASSERT_EQ(with_timers->size(), 2u);
+  ASSERT_TRUE((*with_timers)[0].ok()) << (*with_timers)[0].status();
+  EXPECT_EQ((*with_timers)[0]->namespace_(), "cl");
+  EXPECT_EQ((*with_timers)[0]->id(), "b2");
+  EXPECT_EQ((*with_timers)[0]->payload(), "p2");
+  EXPECT_GE(ToNs((*with_timers)[0]->deadline()), before_replace + 7'200'000'000'000LL);
+  EXPECT_EQ((*with_timers)[1].status().code(), absl::StatusCode::kAlreadyExists);
 
   // Pages: 0 = lawnd's default; tokens lead through the namespace in id order.
   absl::StatusOr<v1::ListTimersResponse> page = client_->ListTimers("cl");
@@ -169,8 +183,9 @@ TEST_F(ClientTest, SubscribeAcksAutomatically) {
   ASSERT_TRUE(WaitFor([&] { return NsStats("auto").subscribers() == 1; }, kWait));
   std::vector<v1::StartTimerRequest> requests;
   for (int i = 0; i < 20; ++i) requests.push_back(TtlRequest("auto", "t" + std::to_string(i), milliseconds(50)));
-  absl::StatusOr<std::vector<absl::StatusOr<v1::Timer>>> started = client_->StartTimers(requests);
+  absl::StatusOr<std::vector<absl::Status>> started = client_->StartTimers(requests);
   ASSERT_TRUE(started.ok()) << started.status();
+  for (const absl::Status& s : *started) EXPECT_TRUE(s.ok()) << s;
   std::vector<v1::Expiration> all = got.Await(20);
   ASSERT_EQ(all.size(), 20u);
   std::set<std::string> ids;

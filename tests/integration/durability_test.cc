@@ -105,6 +105,7 @@ TEST(DurabilityTest, TimersDueDuringDowntimeFireAtOnceMarkedLate) {
     *batch.add_timers() = TtlRequest("down", id, milliseconds(4000 + 10 * i));
     ids.insert(id);
   }
+  batch.set_return_timers(true);  // For the deadlines.
   grpc::ClientContext ctx;
   v1::StartTimersResponse resp;
   ASSERT_TRUE(stub->StartTimers(&ctx, batch, &resp).ok());

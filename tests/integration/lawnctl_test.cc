@@ -316,9 +316,10 @@ TEST_F(LawnctlTest, SubscribeAcksWhatItPrintsAndStopsAtCount) {
   ASSERT_EQ(rest.size(), 2u);
   for (const auto& e : rest) EXPECT_EQ(printed.count(e.timer().id()), 0u) << e.timer().id() << " printed and redelivered";
 
-  // Human output: one line per expiration, as the README shows.
+  // Human output: one line per expiration, as the README shows; here over the original one-per-message
+  // shape (--max-batch 0), the JSON run above over batches (the default).
   ASSERT_TRUE(StartTtl(*stub_, "human", "hello", milliseconds(50), nullptr, "hi").ok());
-  r = Run({"subscribe", "-n", "human", "--count", "1"});
+  r = Run({"subscribe", "-n", "human", "--count", "1", "--max-batch", "0"});
   ASSERT_EQ(r.code, 0) << r.err;
   ASSERT_EQ(Lines(r.out).size(), 1u) << r.out;
   EXPECT_EQ(r.out.rfind("hello deadline=", 0), 0u) << r.out;

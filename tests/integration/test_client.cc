@@ -148,18 +148,26 @@ std::vector<ServingStatus> HealthWatch::seen() {
 }
 
 TestSubscriber::TestSubscriber(v1::TimerService::Stub& stub, const std::string& ns, uint32_t max_in_flight,
-                               bool observe) {
+                               bool observe, uint32_t max_batch) {
   stream_ = stub.Subscribe(&ctx_);
   v1::SubscribeRequest open;
   open.mutable_open()->set_namespace_(ns);
   open.mutable_open()->set_max_in_flight(max_in_flight);
   open.mutable_open()->set_observe(observe);
+  open.mutable_open()->set_max_batch(max_batch);
   stream_->Write(open);
   reader_ = std::thread([this] {
     v1::SubscribeResponse r;
     while (stream_->Read(&r)) {
       std::lock_guard lock(mu_);
-      received_.push_back(r.expiration());
+      if (r.has_expiration() == (r.expirations_size() > 0)) ++malformed_responses_;
+      if (r.expirations_size() > 0) {
+        batch_sizes_.push_back(static_cast<size_t>(r.expirations_size()));
+        for (const v1::Expiration& e : r.expirations()) received_.push_back(e);
+      } else {
+        ++single_responses_;
+        received_.push_back(r.expiration());
+      }
       cv_.notify_all();
     }
     grpc::Status s = stream_->Finish();
@@ -231,6 +239,21 @@ grpc::Status TestSubscriber::Close(std::chrono::milliseconds timeout) {
   }
   std::optional<grpc::Status> s = WaitEnd(timeout);
   return s ? *s : grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "stream did not end");
+}
+
+std::vector<size_t> TestSubscriber::batch_sizes() {
+  std::lock_guard lock(mu_);
+  return batch_sizes_;
+}
+
+size_t TestSubscriber::single_responses() {
+  std::lock_guard lock(mu_);
+  return single_responses_;
+}
+
+size_t TestSubscriber::malformed_responses() {
+  std::lock_guard lock(mu_);
+  return malformed_responses_;
 }
 
 std::optional<grpc::Status> TestSubscriber::WaitEnd(std::chrono::milliseconds timeout) {

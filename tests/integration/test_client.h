@@ -63,10 +63,12 @@ class HealthWatch {
   std::optional<grpc::Status> final_;
 };
 
+// A Subscribe stream read on a thread of its own; expirations queue until taken. `max_batch` is
+// open.max_batch: 0 asks for the original one-per-response shape, N > 0 for batches of up to N.
 class TestSubscriber {
  public:
   TestSubscriber(v1::TimerService::Stub& stub, const std::string& ns, uint32_t max_in_flight = 100,
-                 bool observe = false);
+                 bool observe = false, uint32_t max_batch = 0);
   ~TestSubscriber();
   // The next expiration received (within `timeout`), or nullopt.
   std::optional<v1::Expiration> Next(std::chrono::milliseconds timeout);
@@ -83,6 +85,13 @@ class TestSubscriber {
   // Waits for the server to end the stream; returns its status.
   std::optional<grpc::Status> WaitEnd(std::chrono::milliseconds timeout);
 
+  // The shape of the responses read so far: how many expirations each batched one (`expirations`) held, in
+  // order, and how many carried a single `expiration` instead. A response with both or neither counts in
+  // malformed_responses.
+  std::vector<size_t> batch_sizes();
+  size_t single_responses();
+  size_t malformed_responses();
+
  private:
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::SubscribeRequest, v1::SubscribeResponse>> stream_;
@@ -90,6 +99,9 @@ class TestSubscriber {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<v1::Expiration> received_;
+  std::vector<size_t> batch_sizes_;
+  size_t single_responses_ = 0;
+  size_t malformed_responses_ = 0;
   bool ended_ = false;
   std::mutex write_mu_;
   bool closed_ = false;

@@ -134,11 +134,72 @@ TEST_F(TimerServiceTest, StartTimersReportsEachItemInOrder) {
   ASSERT_TRUE(stub_->StartTimers(Ctx(), req, &resp).ok());
   ASSERT_EQ(resp.results_size(), 4);
   EXPECT_EQ(resp.results(0).code(), 0);
-  EXPECT_EQ(resp.results(0).timer().id(), "ok-1");
   EXPECT_EQ(resp.results(1).code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_NE(resp.results(1).message().find("timers[1].id"), std::string::npos) << resp.results(1).message();
   EXPECT_EQ(resp.results(2).code(), 0);
   EXPECT_EQ(resp.results(3).code(), static_cast<int>(grpc::StatusCode::ALREADY_EXISTS));
+}
+
+// return_timers false (the default): codes and messages only, no timer in any result, started or not.
+TEST_F(TimerServiceTest, StartTimersAnswersCodesOnlyByDefault) {
+  v1::StartTimersRequest req;
+  *req.add_timers() = TtlRequest("codes", "c-1", milliseconds(60000), "payload");
+  *req.add_timers() = TtlRequest("codes", "", milliseconds(60000));  // bad id
+  *req.add_timers() = TtlRequest("codes", "c-2", milliseconds(60000));
+  v1::StartTimersResponse resp;
+  ASSERT_TRUE(stub_->StartTimers(Ctx(), req, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 3);
+  EXPECT_EQ(resp.results(0).code(), 0);
+  EXPECT_EQ(resp.results(1).code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(resp.results(2).code(), 0);
+  for (const v1::StartTimerResult& r : resp.results()) EXPECT_FALSE(r.has_timer()) << r.DebugString();
+  EXPECT_TRUE(resp.results(0).message().empty());
+  // Started all the same: the timers are there as asked.
+  v1::GetTimerRequest get;
+  get.set_namespace_("codes");
+  get.set_id("c-1");
+  v1::GetTimerResponse got;
+  ASSERT_TRUE(stub_->GetTimer(Ctx(), get, &got).ok());
+  EXPECT_EQ(got.timer().payload(), "payload");
+  EXPECT_EQ(NamespaceStatsOf(*stub_, "codes").pending_timers(), 2u);
+}
+
+// return_timers true: each started item's result carries the timer as stored (what StartTimer returns);
+// a failed item's carries none.
+TEST_F(TimerServiceTest, StartTimersReturnsTheTimersWhenAsked) {
+  v1::StartTimersRequest req;
+  *req.add_timers() = TtlRequest("echo", "e-1", milliseconds(60000), "p1");
+  *req.add_timers() = TtlRequest("echo", "e-1", milliseconds(60000));  // duplicate of item 0
+  v1::StartTimerRequest recurring = TtlRequest("echo", "e-2", milliseconds(5000));
+  recurring.mutable_interval()->set_seconds(7);
+  *req.add_timers() = recurring;
+  req.set_return_timers(true);
+  const int64_t before = WallNowNs();
+  v1::StartTimersResponse resp;
+  ASSERT_TRUE(stub_->StartTimers(Ctx(), req, &resp).ok());
+  const int64_t after = WallNowNs();
+  ASSERT_EQ(resp.results_size(), 3);
+  ASSERT_EQ(resp.results(0).code(), 0) << resp.results(0).message();
+  const v1::Timer& first = resp.results(0).timer();
+  EXPECT_EQ(first.namespace_(), "echo");
+  EXPECT_EQ(first.id(), "e-1");
+  EXPECT_EQ(first.payload(), "p1");
+  EXPECT_EQ(first.ttl().seconds(), 60);
+  EXPECT_FALSE(first.has_interval());
+  EXPECT_GE(ToNs(first.deadline()), before + 60'000'000'000LL);
+  EXPECT_LE(ToNs(first.deadline()), after + 60'000'000'000LL);
+  EXPECT_EQ(resp.results(1).code(), static_cast<int>(grpc::StatusCode::ALREADY_EXISTS));
+  EXPECT_FALSE(resp.results(1).has_timer());
+  ASSERT_EQ(resp.results(2).code(), 0) << resp.results(2).message();
+  EXPECT_EQ(resp.results(2).timer().id(), "e-2");
+  EXPECT_EQ(resp.results(2).timer().interval().seconds(), 7);
+  // The same timer GetTimer reads.
+  v1::GetTimerRequest get;
+  get.set_namespace_("echo");
+  get.set_id("e-1");
+  v1::GetTimerResponse got;
+  ASSERT_TRUE(stub_->GetTimer(Ctx(), get, &got).ok());
+  EXPECT_EQ(ToNs(got.timer().deadline()), ToNs(first.deadline()));
 }
 
 TEST_F(TimerServiceTest, ListTimersPagesThroughANamespaceInIdOrder) {

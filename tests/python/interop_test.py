@@ -332,7 +332,7 @@ class TimerServiceTest(LawndTestCase):
         self.assertIn("namespace", err.details())
 
     def test_start_timers_reports_each_item_in_order(self):
-        req = timer_pb2.StartTimersRequest()
+        req = timer_pb2.StartTimersRequest(return_timers=True)
         for timer_id in (b"ok-1", b"", b"ok-2", b"ok-1"):  # item 1: bad id; item 3: duplicate of item 0
             item = req.timers.add(namespace="py-batch", id=timer_id)
             item.ttl.FromSeconds(60)
@@ -345,6 +345,18 @@ class TimerServiceTest(LawndTestCase):
         self.assertEqual(results[2].code, grpc.StatusCode.OK.value[0])
         self.assertEqual(results[2].timer.id, b"ok-2")
         self.assertEqual(results[3].code, grpc.StatusCode.ALREADY_EXISTS.value[0])
+
+    def test_start_timers_answers_codes_only_by_default(self):
+        req = timer_pb2.StartTimersRequest()
+        for timer_id in (b"c-1", b""):  # item 1: bad id
+            req.timers.add(namespace="py-codes", id=timer_id, payload=b"p").ttl.FromSeconds(60)
+        results = self.stub.StartTimers(req, timeout=RPC_TIMEOUT_S).results
+        self.assertEqual([r.code for r in results], [0, grpc.StatusCode.INVALID_ARGUMENT.value[0]])
+        self.assertFalse(results[0].HasField("timer"))
+        self.assertFalse(results[1].HasField("timer"))
+        got = self.stub.GetTimer(timer_pb2.GetTimerRequest(namespace="py-codes", id=b"c-1"),
+                                 timeout=RPC_TIMEOUT_S).timer
+        self.assertEqual(got.payload, b"p")
 
     def test_get_timer_finds_a_pending_timer(self):
         self.start_ttl("py-get", b"g", 60_000, payload=b"p")
@@ -446,6 +458,35 @@ class SubscribeTest(LawndTestCase):
             stats = self.namespace_stats(ns)
             self.assertEqual(stats.pending_timers, 0)
             self.assertEqual(stats.subscribers, 1)
+        finally:
+            requests.close()
+            responses.cancel()
+
+
+    def test_batched_expirations_arrive_together_and_one_ack_takes_them_all(self):
+        ns = "py-batch-sub"
+        # Fired before the stream opens, so all three are ready at once and go in one response.
+        req = timer_pb2.StartTimersRequest()
+        for i in range(3):
+            req.timers.add(namespace=ns, id=b"b-%d" % i, payload=b"x").ttl.FromMilliseconds(50)
+        self.assertEqual([r.code for r in self.stub.StartTimers(req, timeout=RPC_TIMEOUT_S).results], [0] * 3)
+        self.wait_until(lambda: (self.namespace_stats(ns) or timer_pb2.NamespaceStats()).outbox == 3, 10,
+                        "the three timers to fire into the outbox")
+        requests = _RequestQueue()
+        requests.put(timer_pb2.SubscribeRequest(
+            open=timer_pb2.SubscribeRequest.Open(namespace=ns, max_in_flight=10, max_batch=10)))
+        responses = self.stub.Subscribe(requests, timeout=20)
+        try:
+            response = next(responses)
+            self.assertFalse(response.HasField("expiration"))
+            self.assertEqual(sorted(e.timer.id for e in response.expirations), [b"b-0", b"b-1", b"b-2"])
+            for e in response.expirations:
+                self.assertEqual(e.timer.namespace, ns)
+                self.assertEqual(e.timer.payload, b"x")
+                self.assertEqual(e.attempt, 1)
+            requests.put(timer_pb2.SubscribeRequest(ack=timer_pb2.SubscribeRequest.Ack(
+                delivery_ids=[e.delivery_id for e in response.expirations])))
+            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 5, "one ack to empty the outbox")
         finally:
             requests.close()
             responses.cancel()

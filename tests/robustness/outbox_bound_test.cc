@@ -45,6 +45,7 @@ class OutboxBoundTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       *req.add_timers() = TtlRequest(ns, prefix + std::to_string(i), milliseconds(ttl_ms + 10 * i));
     }
+    req.set_return_timers(true);  // For the deadlines.
     grpc::ClientContext ctx;
     v1::StartTimersResponse resp;
     std::map<std::string, int64_t> deadlines;
