@@ -46,23 +46,30 @@ AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_di
   }
 }
 
+template <typename Call>
+bool AdminServiceImpl::Admit(grpc::CallbackServerContext& context, const grpc::ByteBuffer* raw_request,
+                             const char* method, Call& call) {
+  absl::StatusOr<Caller> caller = auth_.Authenticate(context, method);
+  if (!caller.ok()) {
+    call.Reply(ToGrpcStatus(caller.status()));
+    return false;
+  }
+  if (grpc::Status s = ParseRequest(raw_request, method, &call.request); !s.ok()) {
+    call.Reply(s);
+    return false;
+  }
+  if (absl::Status s = auth_.Authorize(*caller, kPermAdmin, "", method); !s.ok()) {
+    call.Reply(ToGrpcStatus(s));
+    return false;
+  }
+  return true;
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::SetTick(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* raw_request,
                                                     grpc::ByteBuffer* raw_response) {
   auto* call = new RawUnary<v1::SetTickRequest, v1::SetTickResponse>(raw_response, nullptr);
-  absl::StatusOr<Caller> caller = auth_.Authenticate(*context, "SetTick");
-  if (!caller.ok()) {
-    call->Reply(ToGrpcStatus(caller.status()));
-    return call;
-  }
-  if (grpc::Status s = ParseRequest(raw_request, "SetTick", &call->request); !s.ok()) {
-    call->Reply(s);
-    return call;
-  }
-  if (absl::Status s = auth_.Authorize(*caller, kPermAdmin, "", "SetTick"); !s.ok()) {
-    call->Reply(ToGrpcStatus(s));
-    return call;
-  }
+  if (!Admit(*context, raw_request, "SetTick", *call)) return call;
   // The bounds of the config key `tick`.
   const google::protobuf::Duration& d = call->request.tick();
   const bool normalized = d.nanos() >= 0 && d.nanos() <= 999'999'999 && d.seconds() >= 0;
@@ -89,19 +96,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
     call->Reply(grpc::Status(code, message));
     return call;
   };
-  absl::StatusOr<Caller> caller = auth_.Authenticate(*context, "CreateCheckpoint");
-  if (!caller.ok()) {
-    call->Reply(ToGrpcStatus(caller.status()));
-    return call;
-  }
-  if (grpc::Status s = ParseRequest(raw_request, "CreateCheckpoint", &call->request); !s.ok()) {
-    call->Reply(s);
-    return call;
-  }
-  if (absl::Status s = auth_.Authorize(*caller, kPermAdmin, "", "CreateCheckpoint"); !s.ok()) {
-    call->Reply(ToGrpcStatus(s));
-    return call;
-  }
+  if (!Admit(*context, raw_request, "CreateCheckpoint", *call)) return call;
   if (store_ == nullptr) {
     return refuse(grpc::StatusCode::FAILED_PRECONDITION, "no store to checkpoint: lawnd runs with durability memory");
   }

@@ -49,6 +49,11 @@ class AdminServiceImpl final
   void Drain();
 
  private:
+  // Authenticates the caller, parses the request into `call` and checks the admin permission; answers the
+  // call and returns false when any of them refuses.
+  template <typename Call>
+  bool Admit(grpc::CallbackServerContext& context, const grpc::ByteBuffer* raw_request, const char* method,
+             Call& call);
   // Deletes the oldest checkpoints beyond the retention count; returns how many are kept.
   size_t ApplyRetention();
 
