@@ -21,7 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr int kBusyTimers = 200'000;
+constexpr int kBusyTimers = 400'000;
 constexpr int kCallsInFlight = 100;
 // One more call in flight: a ListTimers of a page of kFatTimers timers with 60 KB payloads, an answer of
 // 60 MB that takes a while to send.
@@ -78,7 +78,10 @@ class DrainTest : public ::testing::Test {
       if (loaded_ahead_s <= 0) std::printf("attempt %d: loading overran the deadline by %.1f s\n", attempt, -loaded_ahead_s);
     }
     ASSERT_GT(loaded_ahead_s, 0) << "loading took longer than the deadline allowed three times; nothing to test";
-    while (WallNowNs() < busy_deadline + 100'000'000LL) std::this_thread::sleep_for(milliseconds(10));
+    // Sent just after the deadline: whether they join the expiry's round or the one after it, they are
+    // answered only after the expiry's write (rounds commit in order), which takes a few hundred ms for
+    // kBusyTimers firings even with the commit pipeline.
+    while (WallNowNs() < busy_deadline + 5'000'000LL) std::this_thread::sleep_for(milliseconds(1));
 
     // The calls in flight: sent now, they wait behind the expiry rounds of their shards.
     grpc::CompletionQueue cq;
