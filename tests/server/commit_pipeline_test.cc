@@ -1,0 +1,183 @@
+// The shard worker's commit pipeline (server/shard_worker_commit.cc), on a store whose writes can be held:
+// while the commit thread writes round N, the worker applies round N+1; N+1 is answered only after N's write
+// (and its own); a failed write also fails the round applied on top of it; rounds of acks alone are not
+// synced.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "config/options.h"
+#include "gtest/gtest.h"
+#include "server/runtime.h"
+#include "server/shard_command.h"
+#include "server/worker_commands.h"
+#include "tests/testing/memory_timer_store.h"
+
+namespace lawn {
+namespace {
+
+// A MemoryTimerStore whose next write can be held until released, and made to fail.
+class HeldStore final : public TimerStore {
+ public:
+  MemoryTimerStore inner;
+
+  // The next Write waits (after `entered`) until Release.
+  void HoldNextWrite() {
+    absl::MutexLock l(&mu_);
+    hold_ = true;
+  }
+  void WaitUntilHeld() {
+    absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(&held_));
+  }
+  void Release() {
+    absl::MutexLock l(&mu_);
+    hold_ = false;
+    held_ = false;
+  }
+  int writes() {
+    absl::MutexLock l(&mu_);
+    return writes_;
+  }
+
+  absl::Status Write(const StoreBatch& batch, SyncMode mode) override {
+    {
+      absl::MutexLock l(&mu_);
+      if (hold_) {
+        held_ = true;
+        mu_.Await(absl::Condition(+[](bool* hold) { return !*hold; }, &hold_));
+      }
+      ++writes_;
+    }
+    return inner.Write(batch, mode);
+  }
+  absl::Status Sync() override { return inner.Sync(); }
+  using TimerStore::Recover;
+  absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                       absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                       absl::FunctionRef<bool(const absl::Status&)> on_corrupt) override {
+    return inner.Recover(on_timer, on_expiration, on_corrupt);
+  }
+  absl::StatusOr<uint64_t> NextBootEpoch() override { return inner.NextBootEpoch(); }
+
+ private:
+  absl::Mutex mu_;
+  bool hold_ ABSL_GUARDED_BY(mu_) = false;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  int writes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// What a PutCommand saw: when it was applied and answered, and with what. Owned by the test (the command
+// itself is destroyed with its round once answered).
+struct PutState {
+  absl::Notification applied;
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+
+  bool Done() {
+    absl::MutexLock l(&mu);
+    return done;
+  }
+  absl::Status WaitDone() {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(&done));
+    return status;
+  }
+};
+
+// Writes one timer record.
+class PutCommand final : public ShardCommand {
+ public:
+  PutCommand(std::string key, std::shared_ptr<PutState> state) : key_(std::move(key)), state_(std::move(state)) {}
+  void Apply(ShardContext& ctx) override {
+    ctx.batch()->PutTimer(key_, 1, 1, 0, "");
+    state_->applied.Notify();
+  }
+  void Done(const absl::Status& status) override {
+    absl::MutexLock l(&state_->mu);
+    state_->status = status;
+    state_->done = true;
+  }
+
+ private:
+  std::string key_;
+  std::shared_ptr<PutState> state_;
+};
+
+std::shared_ptr<PutState> Put(Runtime& runtime, std::string key) {
+  auto state = std::make_shared<PutState>();
+  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state));
+  return state;
+}
+
+class CommitPipelineTest : public ::testing::Test {
+ protected:
+  CommitPipelineTest() {
+    Options options;
+    options.shards = 1;
+    options.durability = Durability::kSync;
+    auto store = std::make_unique<HeldStore>();
+    store_ = store.get();
+    runtime_ = std::make_unique<Runtime>(options, std::move(store), nullptr);
+  }
+  void SetUp() override {
+    ASSERT_TRUE(runtime_->Start().ok());
+    ASSERT_TRUE(runtime_->WaitUntilReady().ok());
+  }
+  HeldStore* store_;
+  std::unique_ptr<Runtime> runtime_;
+};
+
+TEST_F(CommitPipelineTest, TheNextRoundIsAppliedDuringAWriteAndAnsweredAfterIt) {
+  store_->HoldNextWrite();
+  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
+  store_->WaitUntilHeld();
+  // The commit thread is inside round 1's write; the worker is free to apply round 2.
+  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4));
+  second->applied.WaitForNotification();
+  EXPECT_FALSE(first->Done());
+  EXPECT_FALSE(second->Done()) << "answered before the write of the round before it";
+  store_->Release();
+  EXPECT_TRUE(first->WaitDone().ok());
+  EXPECT_TRUE(second->WaitDone().ok());
+  EXPECT_EQ(store_->inner.timer_count(), 2u);
+  EXPECT_EQ(store_->writes(), 2);
+}
+
+TEST_F(CommitPipelineTest, AFailedWriteFailsTheRoundAppliedOnTopOfItWithoutWritingIt) {
+  store_->HoldNextWrite();
+  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
+  store_->WaitUntilHeld();
+  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4));
+  second->applied.WaitForNotification();
+  store_->inner.FailWritesWith(absl::UnavailableError("disk gone"));
+  store_->Release();
+  EXPECT_FALSE(first->WaitDone().ok());
+  const absl::Status second_status = second->WaitDone();
+  EXPECT_FALSE(second_status.ok());
+  EXPECT_NE(second_status.message().find("disk gone"), std::string::npos) << second_status;
+  EXPECT_EQ(store_->writes(), 1) << "the round applied on top of a failed one was written";
+  EXPECT_TRUE(runtime_->write_failed());
+}
+
+TEST_F(CommitPipelineTest, RoundsOfAcksAloneAreWrittenWithoutASync) {
+  std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4));
+  ASSERT_TRUE(put->WaitDone().ok());
+  const uint64_t syncs = store_->inner.sync_count();
+  const int writes = store_->writes();
+  runtime_->Submit(0, std::make_unique<AckCommand>(std::vector<uint64_t>{1, 2, 3}));
+  // A later synced round, to know the ack round has been committed (rounds commit in order).
+  std::shared_ptr<PutState> after = Put(*runtime_, std::string("ns\0b", 4));
+  ASSERT_TRUE(after->WaitDone().ok());
+  EXPECT_GE(store_->writes(), writes + 1);
+  // The put after it is synced once; the acks (in their own round, or folded into the put's) add none.
+  EXPECT_EQ(store_->inner.sync_count(), syncs + 1);
+}
+
+}  // namespace
+}  // namespace lawn
