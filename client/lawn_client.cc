@@ -210,13 +210,12 @@ absl::StatusOr<std::chrono::nanoseconds> LawnClient::SetTick(std::chrono::nanose
   grpc::ClientContext context;
   PrepareContext(context);
   v1::SetTickRequest request;
-  request.mutable_tick()->set_seconds(tick.count() / 1'000'000'000);
-  request.mutable_tick()->set_nanos(static_cast<int32_t>(tick.count() % 1'000'000'000));
+  *request.mutable_tick() = ToProtoDuration(tick);
   v1::SetTickResponse response;
   if (grpc::Status s = v1::AdminService::NewStub(channel_)->SetTick(&context, request, &response); !s.ok()) {
     return FromGrpcStatus(s);
   }
-  return std::chrono::seconds(response.previous().seconds()) + std::chrono::nanoseconds(response.previous().nanos());
+  return FromProtoDuration(response.previous());
 }
 
 absl::StatusOr<ServingStatus> LawnClient::Health(const std::string& service) {

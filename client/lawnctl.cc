@@ -226,8 +226,7 @@ int Run(const CliArgs& args, const sigset_t& stop_signals) {
       absl::StatusOr<std::chrono::nanoseconds> previous = client->SetTick(*tick);
       if (!previous.ok()) return Fail(previous.status());
       v1::SetTickResponse response;
-      response.mutable_previous()->set_seconds(previous->count() / 1'000'000'000);
-      response.mutable_previous()->set_nanos(static_cast<int32_t>(previous->count() % 1'000'000'000));
+      *response.mutable_previous() = ToProtoDuration(*previous);
       return Print(args, response, "tick set to " + args.id + " (was " + std::to_string(previous->count()) + " ns)");
     }
     case CliCommand::kHelp:

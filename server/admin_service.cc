@@ -71,15 +71,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::SetTick(grpc::CallbackServerContext*
   auto* call = new RawUnary<v1::SetTickRequest, v1::SetTickResponse>(raw_response, nullptr);
   if (!Admit(*context, raw_request, "SetTick", *call)) return call;
   // The bounds of the config key `tick`.
-  const google::protobuf::Duration& d = call->request.tick();
-  const bool normalized = d.nanos() >= 0 && d.nanos() <= 999'999'999 && d.seconds() >= 0;
-  const int64_t ns = normalized && d.seconds() <= 1 ? d.seconds() * 1'000'000'000 + d.nanos() : -1;
-  if (ns < 1'000 || ns > 1'000'000'000) {
+  const absl::StatusOr<uint64_t> tick = ValidateDuration("tick", call->request.tick(), /*min_ns=*/1'000);
+  if (!tick.ok() || *tick > 1'000'000'000) {
     call->Reply(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "tick: must be a normalized Duration from 1us to 1s, e.g. 1ms (the config key `tick`)"));
     return call;
   }
-  const uint64_t tick_ns = static_cast<uint64_t>(ns);
+  const uint64_t tick_ns = *tick;
   runtime_.SetTick(tick_ns, [call, tick_ns](uint64_t previous) {
     SetDuration(previous, call->response.mutable_previous());
     spdlog::info("tick changed from {} ns to {} ns by SetTick", previous, tick_ns);

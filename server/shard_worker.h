@@ -85,6 +85,8 @@ class ShardWorker final : private ShardContext {
   bool OpenRoundFull() const;
   // Hands the open round to the commit thread if it is free; returns whether it did.
   bool TryHandOff();
+  // The hand-over itself. REQUIRES: mu_ held, the commit thread not busy.
+  void HandOffLocked();
   // Waits for the commit thread to finish everything handed to it, hands over the open round, waits again.
   void DrainCommits();
   // The commit thread's loop, and one round's commit: write, answer, publish.

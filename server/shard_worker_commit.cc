@@ -11,16 +11,18 @@
 
 namespace lawn {
 
+void ShardWorker::HandOffLocked() {
+  committing_ = std::move(open_);
+  open_ = std::move(spare_);  // Given back by the commit thread whenever it is not busy.
+  commit_busy_ = true;
+  commit_cv_.notify_one();
+}
+
 bool ShardWorker::TryHandOff() {
   if (open_->empty()) return false;
-  {
-    std::lock_guard lock(mu_);
-    if (commit_busy_) return false;
-    committing_ = std::move(open_);
-    open_ = std::move(spare_);  // Given back by the commit thread whenever it is not busy.
-    commit_busy_ = true;
-  }
-  commit_cv_.notify_one();
+  std::lock_guard lock(mu_);
+  if (commit_busy_) return false;
+  HandOffLocked();
   return true;
 }
 
@@ -29,12 +31,7 @@ void ShardWorker::DrainCommits() {
   std::unique_lock lock(mu_);
   for (int pass = 0; pass < 2; ++pass) {
     cv_.wait(lock, [this] { return !commit_busy_; });
-    if (pass == 0 && !open_->empty()) {
-      committing_ = std::move(open_);
-      open_ = std::move(spare_);
-      commit_busy_ = true;
-      commit_cv_.notify_one();
-    }
+    if (pass == 0 && !open_->empty()) HandOffLocked();
   }
   commit_exit_ = true;
   commit_cv_.notify_one();

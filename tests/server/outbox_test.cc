@@ -5,26 +5,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/server/outbox_test_util.h"
 
 namespace lawn {
 namespace {
 
-constexpr uint64_t kAckTimeout = 1'000'000'000;
-
-class FakeSubscriber final : public Subscriber {
- public:
-  using Subscriber::Subscriber;
-  void Wake() override { ++wakes; }
-  int wakes = 0;
-};
-
-Delivery Make(uint64_t id, std::string payload = "") {
-  Delivery d;
-  d.delivery_id = id;
-  d.key = std::string("ns\0id", 5) + std::to_string(id);
-  d.payload = std::move(payload);
-  return d;
-}
+using outbox_test::FakeSubscriber;
+using outbox_test::kAckTimeout;
+using outbox_test::Make;
 
 class OutboxTest : public ::testing::Test {
  protected:
