@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
+
 namespace lawn {
 
 namespace {
@@ -41,15 +43,12 @@ NamespaceState* Namespaces::Find(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second.get();
 }
 
-absl::StatusOr<NamespaceState*> Namespaces::GetOrCreate(std::string_view name) {
-  if (NamespaceState* ns = Find(name)) return ns;
-  absl::MutexLock lock(&mu_);
-  auto it = by_name_.find(absl::string_view(name.data(), name.size()));
-  if (it != by_name_.end()) return it->second.get();
-  const size_t limit = std::min<size_t>(limits_.max_namespaces, kMaxNamespaces);
-  if (by_name_.size() >= limit) {
-    return absl::ResourceExhaustedError("lawnd holds max_namespaces (" + std::to_string(limit) +
-                                        ") namespaces; namespace '" + std::string(name) +
+size_t Namespaces::Limit() const { return std::min<size_t>(limits_.max_namespaces, kMaxNamespaces); }
+
+absl::Status Namespaces::MakeExistLocked(NamespaceState& ns) {
+  if (existing_ >= Limit()) {
+    return absl::ResourceExhaustedError("lawnd holds max_namespaces (" + std::to_string(Limit()) +
+                                        ") namespaces; namespace '" + ns.name() +
                                         "' cannot be created (use fewer namespaces or raise the limit)");
   }
   uint16_t index;
@@ -59,11 +58,36 @@ absl::StatusOr<NamespaceState*> Namespaces::GetOrCreate(std::string_view name) {
   } else {
     index = static_cast<uint16_t>(next_index_++);
   }
-  auto state = std::make_shared<NamespaceState>(std::string(name), index, limits_.ack_timeout_ns,
-                                                limits_.outbox, budget_);
+  ++existing_;
+  ns.index_.store(index, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NamespaceState*> Namespaces::FindOrAddLocked(std::string_view name, bool exist) {
+  auto it = by_name_.find(absl::string_view(name.data(), name.size()));
+  if (it != by_name_.end()) {
+    NamespaceState* ns = it->second.get();
+    if (exist && !ns->exists()) LAWN_RETURN_IF_ERROR(MakeExistLocked(*ns));
+    return ns;
+  }
+  auto state = std::make_shared<NamespaceState>(std::string(name), limits_.ack_timeout_ns, limits_.outbox, budget_);
+  if (exist) {
+    LAWN_RETURN_IF_ERROR(MakeExistLocked(*state));
+  } else if (by_name_.size() - existing_ >= Limit()) {
+    return absl::ResourceExhaustedError("lawnd holds max_namespaces (" + std::to_string(Limit()) +
+                                        ") subscriptions to names that hold no timer; namespace '" +
+                                        std::string(name) + "' cannot be watched (start a timer in it first, "
+                                        "use fewer namespaces or raise the limit)");
+  }
   NamespaceState* raw = state.get();
   by_name_.emplace(std::string(name), std::move(state));
   return raw;
+}
+
+absl::StatusOr<NamespaceState*> Namespaces::GetOrCreate(std::string_view name) {
+  if (NamespaceState* ns = Find(name); ns != nullptr && ns->exists()) return ns;
+  absl::MutexLock lock(&mu_);
+  return FindOrAddLocked(name, /*exist=*/true);
 }
 
 absl::StatusOr<NamespaceState*> Namespaces::Acquire(std::string_view name) {
@@ -73,6 +97,19 @@ absl::StatusOr<NamespaceState*> Namespaces::Acquire(std::string_view name) {
     // Retired between the lookup and here: TryRetire removed it from the map in the same critical section
     // that retired it, so the next lookup creates a fresh one.
     if ((*ns)->TryAcquire()) return ns;
+  }
+}
+
+absl::StatusOr<NamespaceState*> Namespaces::AcquireToWatch(std::string_view name) {
+  while (true) {
+    NamespaceState* ns = Find(name);
+    if (ns == nullptr) {
+      absl::MutexLock lock(&mu_);
+      absl::StatusOr<NamespaceState*> added = FindOrAddLocked(name, /*exist=*/false);
+      if (!added.ok()) return added;
+      ns = *added;
+    }
+    if (ns->TryAcquire()) return ns;  // Retired meanwhile: as in Acquire.
   }
 }
 
@@ -95,7 +132,10 @@ std::shared_ptr<NamespaceState> Namespaces::TryRetire(NamespaceState* ns) {
   }
   std::shared_ptr<NamespaceState> retired = std::move(it->second);
   by_name_.erase(it);
-  free_indexes_.push_back(retired->index);
+  if (retired->exists()) {
+    free_indexes_.push_back(retired->index());
+    --existing_;
+  }
   return retired;
 }
 
@@ -109,7 +149,7 @@ std::vector<std::shared_ptr<NamespaceState>> Namespaces::All() const {
 
 size_t Namespaces::size() const {
   absl::ReaderMutexLock lock(&mu_);
-  return by_name_.size();
+  return existing_;
 }
 
 }  // namespace lawn

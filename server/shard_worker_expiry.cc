@@ -32,11 +32,11 @@ AdmitDecision ShardWorker::Admit(const TimerView& t) {
   // the engine, pending, until acks make room (the runtime then asks every shard to release them).
   if (t.interval_ns != 0) {
     open_->counters.skipped++;
-    return {Admission::kSkip, (*ns)->index};
+    return {Admission::kSkip, (*ns)->index()};
   }
   open_->counters.held++;
   (*ns)->holding.store(true, std::memory_order_release);
-  return {Admission::kHold, (*ns)->index};
+  return {Admission::kHold, (*ns)->index()};
 }
 
 void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
@@ -85,7 +85,7 @@ void ShardWorker::Expire() {
   auto admit = [this](const TimerView& t) { return Admit(t); };
   auto sink = [this, fired_at](const Fired& fired) { OnFired(fired, fired_at); };
   // Held timers first: they were due before anything that comes due now.
-  for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index, now_mono_ns_, admit, sink);
+  for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index(), now_mono_ns_, admit, sink);
   release_.clear();
   shard_.Advance(now_mono_ns_, admit, sink);
 }

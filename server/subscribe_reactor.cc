@@ -137,7 +137,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     return;
   }
   // Acquired for the life of the stream (released in OnDone): the namespace is not forgotten under it.
-  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().Acquire(*ns_name);
+  absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().AcquireToWatch(*ns_name);
   if (!ns.ok()) {
     Close(ToGrpcStatus(ns.status()));
     return;

@@ -76,11 +76,12 @@ TEST_F(NamespaceLifetimeTest, MaxNamespacesBoundsLiveNamespacesNotNamesEverUsed)
   grpc::Status refused = StartTtl(*stub_, "c", "t", milliseconds(600000));
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(refused.error_message().find("max_namespaces"), std::string::npos) << refused.error_message();
-  // A subscription to a namespace that cannot be created is refused the same way.
-  TestSubscriber sub(*stub_, "d");
-  std::optional<grpc::Status> end = sub.WaitEnd(milliseconds(15000));
-  ASSERT_TRUE(end.has_value());
-  EXPECT_EQ(end->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A subscription does not create a namespace: it is accepted beyond the limit (GetStats shows its
+  // subscriber and nothing else), and starts into its name are still refused.
+  TestSubscriber watcher(*stub_, "d");
+  ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub_, "d").subscribers() == 1; }));
+  EXPECT_EQ(NamespaceStatsOf(*stub_, "d").pending_timers(), 0u);
+  EXPECT_EQ(StartTtl(*stub_, "d", "t", milliseconds(600000)).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   // b empties: it is forgotten, and c fits.
   ASSERT_TRUE(Delete("b", "t").ok());
   ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub_, "c", "t", milliseconds(600000)).ok(); },
@@ -88,6 +89,42 @@ TEST_F(NamespaceLifetimeTest, MaxNamespacesBoundsLiveNamespacesNotNamesEverUsed)
   EXPECT_TRUE(Listed("a"));
   EXPECT_TRUE(Listed("c"));
   EXPECT_FALSE(Listed("b"));
+  // a empties too: a start into d fits, and the subscriber that waited on d gets its expiration.
+  ASSERT_TRUE(Delete("a", "t").ok());
+  ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub_, "d", "soon", milliseconds(20)).ok(); },
+                      std::chrono::seconds(30)));
+  std::optional<v1::Expiration> e = watcher.Next(milliseconds(15000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->timer().id(), "soon");
+  EXPECT_TRUE(watcher.Ack(e->delivery_id()));
+}
+
+TEST_F(NamespaceLifetimeTest, SubscriptionsToEmptyNamesAreBoundedAndLeaveNoTrace) {
+  StartLawnd("max_namespaces: 2\n");
+  TestSubscriber w1(*stub_, "w1");
+  TestSubscriber w2(*stub_, "w2");
+  ASSERT_TRUE(WaitFor([&] {
+    // Opened in the background: a third watch is refused once both are attached.
+    TestSubscriber w3(*stub_, "w3");
+    std::optional<grpc::Status> end = w3.WaitEnd(milliseconds(2000));
+    if (!end.has_value()) return false;
+    EXPECT_EQ(end->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(end->error_message().find("max_namespaces"), std::string::npos) << end->error_message();
+    return true;
+  }, std::chrono::seconds(30)));
+  // Watches take no namespace slot: both namespaces can still be created.
+  EXPECT_TRUE(StartTtl(*stub_, "a", "t", milliseconds(600000)).ok());
+  EXPECT_TRUE(StartTtl(*stub_, "b", "t", milliseconds(600000)).ok());
+  // Closing the watches frees their bound, and they leave no trace.
+  w1.Close();
+  w2.Close();
+  ASSERT_TRUE(WaitFor([&] {
+    TestSubscriber w3(*stub_, "w3");
+    return !w3.WaitEnd(milliseconds(300)).has_value();
+  }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return !Listed("w1") && !Listed("w2"); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return Metrics().find(R"(namespace="w1")") == std::string::npos; },
+                      std::chrono::seconds(30)));
 }
 
 }  // namespace

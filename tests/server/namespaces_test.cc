@@ -35,7 +35,7 @@ TEST(NamespacesTest, OnlyAnIdleEmptyNamespaceIsRetired) {
   // The next use gets a fresh state, with the freed index.
   NamespaceState* fresh = *registry.Acquire("a");
   EXPECT_NE(fresh, retired.get());
-  EXPECT_EQ(fresh->index, retired->index);
+  EXPECT_EQ(fresh->index(), retired->index());
   fresh->Release();
 }
 
@@ -46,6 +46,53 @@ TEST(NamespacesTest, MaxNamespacesCountsLiveOnes) {
   EXPECT_EQ(registry.GetOrCreate("c").status().code(), absl::StatusCode::kResourceExhausted);
   ASSERT_NE(registry.TryRetire(a), nullptr);
   EXPECT_TRUE(registry.GetOrCreate("c").ok());
+}
+
+TEST(NamespacesTest, AWatchTakesNoNamespaceSlotAndBecomesTheNamespaceInPlace) {
+  Namespaces registry(Limits(1));
+  NamespaceState* watched = *registry.AcquireToWatch("w");
+  EXPECT_FALSE(watched->exists());
+  EXPECT_EQ(registry.size(), 0u) << "a watch is not a namespace";
+  // The one namespace slot is still free for a timer's namespace.
+  NamespaceState* a = *registry.Acquire("a");
+  EXPECT_TRUE(a->exists());
+  EXPECT_EQ(registry.size(), 1u);
+  // Watch-only states have their own bound (max_namespaces of them).
+  absl::StatusOr<NamespaceState*> second_watch = registry.AcquireToWatch("w2");
+  EXPECT_EQ(second_watch.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(second_watch.status().message().find("max_namespaces"), std::string::npos);
+  // A start into the watched name needs a namespace slot: refused while "a" holds it...
+  EXPECT_EQ(registry.Acquire("w").status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(watched->exists());
+  // ...and once "a" is gone, the watched state itself becomes the namespace (its subscribers stay attached).
+  a->Release();
+  ASSERT_NE(registry.TryRetire(a), nullptr);
+  absl::StatusOr<NamespaceState*> started = registry.Acquire("w");
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_EQ(*started, watched);
+  EXPECT_TRUE(watched->exists());
+  EXPECT_EQ(registry.size(), 1u);
+  watched->Release();
+  watched->Release();
+  // Retiring it frees its slot and its index.
+  const uint16_t index = watched->index();
+  ASSERT_NE(registry.TryRetire(watched), nullptr);
+  EXPECT_EQ(registry.size(), 0u);
+  NamespaceState* b = *registry.Acquire("b");
+  EXPECT_EQ(b->index(), index);
+  b->Release();
+}
+
+TEST(NamespacesTest, AnUnusedWatchIsRetiredWithoutEverTakingAnIndex) {
+  Namespaces registry(Limits(1));
+  NamespaceState* watched = *registry.AcquireToWatch("w");
+  EXPECT_EQ(registry.TryRetire(watched), nullptr) << "acquired";
+  watched->Release();
+  ASSERT_NE(registry.TryRetire(watched), nullptr);
+  EXPECT_EQ(registry.Find("w"), nullptr);
+  // The watch-only bound is free again.
+  NamespaceState* again = *registry.AcquireToWatch("w3");
+  again->Release();
 }
 
 TEST(NamespacesTest, ConcurrentAcquiresNeverLandInARetiredState) {
