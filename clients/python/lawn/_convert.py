@@ -7,10 +7,11 @@ the same code, so the two cannot disagree on what a call means.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Optional
+from typing import List, Optional
 
 from lawn._stubs import timer_pb2 as pb
-from lawn.types import NamespaceStats, Seconds, ShardStats, Stats, Timer, TimerId, TimerSpec
+from lawn.errors import error_for_number
+from lawn.types import NamespaceStats, Seconds, ShardStats, StartResult, Stats, Timer, TimerId, TimerSpec
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _NS_PER_US = 1000
@@ -84,3 +85,23 @@ def stats_from(s: "pb.GetStatsResponse") -> Stats:
         namespaces={n.namespace: NamespaceStats(namespace=n.namespace, pending_timers=n.pending_timers,
                                                 outbox=n.outbox, subscribers=n.subscribers)
                     for n in s.namespaces})
+
+
+def start_results(batch: List[TimerSpec], response: "pb.StartTimersResponse") -> List[StartResult]:
+    """Pairs a StartTimers response with the specs of its request, in order."""
+    if len(response.results) != len(batch):
+        raise RuntimeError(f"lawnd answered {len(response.results)} results for {len(batch)} timers")
+    return [StartResult(spec=spec,
+                        error=error_for_number(r.code, r.message) if r.code else None,
+                        timer=timer_from(r.timer) if r.HasField("timer") else None)
+            for spec, r in zip(batch, response.results)]
+
+
+def raise_first_error(results: List[StartResult]) -> List[StartResult]:
+    """Raises the first failed item's error, naming the item and carrying all results; else returns them."""
+    for i, r in enumerate(results):
+        if r.error is not None:
+            error = type(r.error)(f"item {i} (id {r.spec.id!r}): {r.error.message}", r.error.code)
+            error.results = results
+            raise error
+    return results

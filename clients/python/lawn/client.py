@@ -21,7 +21,7 @@ from lawn._stubs import timer_pb2 as pb
 from lawn._stubs import timer_pb2_grpc as pb_grpc
 from lawn.backoff import Backoff
 from lawn.connection import TLS, call_metadata, channel_options, check_token, resolve_tls
-from lawn.errors import error_for_number, from_rpc_error
+from lawn.errors import from_rpc_error
 from lawn.subscription import Subscription
 from lawn.types import Seconds, StartResult, Stats, Timer, TimerId, TimerSpec
 
@@ -90,8 +90,8 @@ class Client:
             request = pb.StartTimersRequest(timers=[_convert.start_request(s) for s in batch],
                                             return_timers=return_timers)
             response = self._call(self._stub.StartTimers, request)
-            results += _results(batch, response)
-        return _maybe_raise(results, raise_errors)
+            results += _convert.start_results(batch, response)
+        return _convert.raise_first_error(results) if raise_errors else results
 
     def delete(self, namespace: str, id: TimerId) -> Timer:
         """Deletes a pending timer and returns it. NotFound if there is none."""
@@ -150,22 +150,3 @@ class Client:
         self.close()
         return False
 
-
-def _results(batch: List[TimerSpec], response) -> List[StartResult]:
-    """Pairs a StartTimers response with its batch; shared with lawn.aio."""
-    if len(response.results) != len(batch):
-        raise RuntimeError(f"lawnd answered {len(response.results)} results for {len(batch)} timers")
-    return [StartResult(spec=spec,
-                        error=error_for_number(r.code, r.message) if r.code else None,
-                        timer=_convert.timer_from(r.timer) if r.HasField("timer") else None)
-            for spec, r in zip(batch, response.results)]
-
-
-def _maybe_raise(results: List[StartResult], raise_errors: bool) -> List[StartResult]:
-    if raise_errors:
-        for i, r in enumerate(results):
-            if r.error is not None:
-                error = type(r.error)(f"item {i} (id {r.spec.id!r}): {r.error.message}", r.error.code)
-                error.results = results
-                raise error
-    return results

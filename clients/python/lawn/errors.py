@@ -16,6 +16,8 @@ class LawnError(Exception):
     """A call to lawnd (or one item of a batch) failed; `code` is the grpc.StatusCode, `message` lawnd's text."""
 
     code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+    # Set by start_many(raise_errors=True): every item's StartResult, so a raise loses no outcome.
+    results: Optional[list] = None
 
     def __init__(self, message: str, code: Optional[grpc.StatusCode] = None) -> None:
         super().__init__(message)

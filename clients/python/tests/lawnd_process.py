@@ -78,5 +78,6 @@ class Lawnd:
                 proc.wait()
                 raise RuntimeError(f"lawnd ignored SIGTERM for {STOP_TIMEOUT_S} s; log:\n{self.log()}")
         self._reader.join(timeout=5)
+        proc.stdout.close()
         if proc.returncode != 0:
             raise RuntimeError(f"lawnd exited with status {proc.returncode}; log:\n{self.log()}")
