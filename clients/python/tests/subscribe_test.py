@@ -1,32 +1,12 @@
 #!/usr/bin/python3
 """lawn.Subscription against a real lawnd: acks, batches, observe mode, redelivery, reconnects, close."""
 
-import os
 import threading
-from typing import List
 
 import support
-from support import WAIT_S, DroppingProxy, LawndTestCase, wait_until
+from support import WAIT_S, DroppingProxy, LawndTestCase, take, wait_until
 
 import lawn
-
-
-def take(subscription: lawn.Subscription, count: int) -> List[lawn.Expiration]:
-    """The next `count` expirations; a watchdog closes the subscription after WAIT_S so a miss fails."""
-    watchdog = threading.Timer(WAIT_S, subscription.close)
-    watchdog.daemon = True
-    watchdog.start()
-    got: List[lawn.Expiration] = []
-    try:
-        for exp in subscription:
-            got.append(exp)
-            if len(got) == count:
-                break
-    finally:
-        watchdog.cancel()
-    if len(got) < count:
-        raise AssertionError(f"got {len(got)} of {count} expirations within {WAIT_S} s: {got}")
-    return got
 
 
 class SubscribeTest(LawndTestCase):

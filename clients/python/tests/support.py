@@ -51,6 +51,24 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = WAIT
         time.sleep(0.02)
 
 
+def take(subscription: "lawn.Subscription", count: int) -> list:
+    """The next `count` expirations; a watchdog closes the subscription after WAIT_S so a miss fails."""
+    watchdog = threading.Timer(WAIT_S, subscription.close)
+    watchdog.daemon = True
+    watchdog.start()
+    got: list = []
+    try:
+        for exp in subscription:
+            got.append(exp)
+            if len(got) == count:
+                break
+    finally:
+        watchdog.cancel()
+    if len(got) < count:
+        raise AssertionError(f"got {len(got)} of {count} expirations within {WAIT_S} s: {got}")
+    return got
+
+
 def wait_serving(client) -> None:
     """Until lawnd answers GetStats: it refuses calls with Unavailable while it recovers."""
     import lawn
