@@ -38,6 +38,8 @@ def main() -> None:
                         help="the repository root (examples/, clients/python)")
     global ARGS
     ARGS, rest = parser.parse_known_args()
+    for name in ("lawnd", "proto_dir", "make_certs", "source_dir"):
+        setattr(ARGS, name, os.path.abspath(getattr(ARGS, name)))
     os.environ.setdefault("LAWN_PROTO_DIR", ARGS.proto_dir)
     unittest.main(module="__main__", argv=[sys.argv[0]] + rest, verbosity=2)
 
