@@ -55,10 +55,12 @@ class _Stream:
                         await asyncio.wait_for(self._wake.wait(), remaining)
                     except asyncio.TimeoutError:
                         break
+                # Taken together: acks added during the write below go out before the half-close.
                 ids, self._acks = self._acks, []
+                ending = self._ending
                 if ids:
                     await self.call.write(pb.SubscribeRequest(ack=pb.SubscribeRequest.Ack(delivery_ids=ids)))
-                if self._ending:
+                if ending:
                     await self.call.done_writing()
                     return
         except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError):
