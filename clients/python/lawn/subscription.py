@@ -190,7 +190,11 @@ class Subscription:
                 self._cond.wait(deadline - time.monotonic())
             if self._closed:
                 raise StopIteration
-            self._stream = self._new_stream()
+            try:
+                self._stream = self._new_stream()
+            except ValueError:  # "Channel closed": the client was closed, and its subscriptions with it.
+                self._closed = True
+                raise StopIteration from None
             self.reconnects += 1
 
     def close(self) -> None:

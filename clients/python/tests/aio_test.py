@@ -2,7 +2,6 @@
 """lawn.aio.Client against a real lawnd: the same calls as coroutines, and `async for` subscriptions."""
 
 import asyncio
-import os
 import unittest
 
 import support
@@ -55,7 +54,8 @@ class AioTest(LawndTestCase, unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.client.delete("py-aio", "a")).id, b"a")
         with self.assertRaises(lawn.NotFound):
             await self.client.get("py-aio", "a")
-        self.assertIn("py-aio", (await self.client.stats()).namespaces)
+        await self.client.start("py-aio", "kept", ttl=60)  # lawnd forgets a namespace with nothing in it.
+        self.assertEqual((await self.client.stats()).namespaces["py-aio"].pending_timers, 1)
 
     async def test_start_many_with_a_bad_item_and_list_over_pages(self):
         specs = [lawn.TimerSpec("py-aio-list", f"l-{i:02d}", ttl=600) for i in range(12)]
@@ -100,6 +100,19 @@ class AioTest(LawndTestCase, unittest.IsolatedAsyncioTestCase):
         await asyncio.to_thread(wait_until, lambda: self.namespace_stats(self.sync, "py-aio-close").subscribers == 1,
                                 "the stream to open")
         await sub.close()
+        self.assertEqual(await asyncio.wait_for(task, WAIT_S), 0)
+
+    async def test_closing_the_client_ends_its_subscriptions(self):
+        client = lawn.aio.Client(self.lawnd.address)
+        sub = client.subscribe("py-aio-client-close")
+
+        async def iterate() -> int:
+            return len([e async for e in sub])
+
+        task = asyncio.create_task(iterate())
+        await asyncio.to_thread(
+            wait_until, lambda: self.namespace_stats(self.sync, "py-aio-client-close").subscribers == 1, "the stream")
+        await client.close()
         self.assertEqual(await asyncio.wait_for(task, WAIT_S), 0)
 
 

@@ -119,6 +119,21 @@ class SubscribeTest(LawndTestCase):
         sub.close()
         self.assertTrue(ended.wait(WAIT_S), "the iteration did not end after close()")
 
+    def test_closing_the_client_ends_its_subscriptions(self):
+        client = lawn.Client(self.lawnd.address)
+        sub = client.subscribe("py-sub-client-close")
+        ended = threading.Event()
+
+        def iterate() -> None:
+            for _ in sub:
+                pass
+            ended.set()
+
+        threading.Thread(target=iterate, daemon=True).start()
+        wait_until(lambda: self.namespace_stats(self.client, "py-sub-client-close").subscribers == 1, "the stream")
+        client.close()
+        self.assertTrue(ended.wait(WAIT_S), "the iteration did not end after the client closed")
+
     def test_a_bad_namespace_ends_the_subscription_with_invalid_argument(self):
         with self.client.subscribe("Bad Namespace!") as sub:
             with self.assertRaises(lawn.InvalidArgument):

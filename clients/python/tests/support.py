@@ -53,7 +53,7 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = WAIT
         time.sleep(0.02)
 
 
-def take(subscription: "lawn.Subscription", count: int) -> list:
+def take(subscription, count: int) -> list:
     """The next `count` expirations; a watchdog closes the subscription after WAIT_S so a miss fails."""
     watchdog = threading.Timer(WAIT_S, subscription.close)
     watchdog.daemon = True

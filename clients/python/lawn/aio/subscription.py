@@ -95,6 +95,10 @@ class _Stream:
                         return
                 except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
                     return
+                except asyncio.CancelledError:
+                    if self.call.done():
+                        return  # The call was cancelled (see Subscription.__anext__), not this task.
+                    raise
 
         try:
             await asyncio.wait_for(drain(), grace)
@@ -165,6 +169,12 @@ class Subscription:
                 response = await stream.call.read()
             except grpc.aio.AioRpcError as e:
                 error = e
+            except asyncio.CancelledError:
+                # grpc.aio raises this in the reader when the call, not the task, is cancelled (e.g. the
+                # channel was closed): then the stream has ended; a cancelled task stays cancelled.
+                task = asyncio.current_task()
+                if not stream.call.done() or (task is not None and getattr(task, "cancelling", lambda: 0)()):
+                    raise
             finally:
                 self._reading = False
                 self._reader_idle.set()
@@ -193,7 +203,11 @@ class Subscription:
         if self._closed:
             raise StopAsyncIteration
         self._buffer.clear()
-        self._open_stream()
+        try:
+            self._open_stream()
+        except (ValueError, RuntimeError, grpc.aio.UsageError):
+            await self.close()  # The client's channel is closed, and its subscriptions with it.
+            raise StopAsyncIteration from None
         self.reconnects += 1
 
     async def close(self) -> None:
