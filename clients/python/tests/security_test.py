@@ -52,6 +52,13 @@ class TokenTest(LawndTestCase):
         return ["--tls-cert-file", os.path.join(cls.certs, "server.crt"),
                 "--tls-key-file", os.path.join(cls.certs, "server.key"), "--auth-tokens-file", tokens]
 
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        with lawn.Client(cls.lawnd.address, token=WRITER_TOKEN,
+                         tls=lawn.TLS(ca_file=os.path.join(cls.certs, "ca.crt"))) as client:
+            support.wait_serving(client)
+
     def client(self, token=None, **tls_args) -> lawn.Client:
         tls = lawn.TLS(ca_file=os.path.join(self.certs, "ca.crt"), **tls_args)
         client = lawn.Client(self.lawnd.address, token=token, tls=tls)
@@ -118,11 +125,17 @@ class MutualTlsTest(LawndTestCase):
                 "--tls-key-file", os.path.join(cls.certs, "server.key"),
                 "--tls-client-ca-file", os.path.join(cls.certs, "ca.crt"), "--auth-tokens-file", tokens]
 
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        c = cls.certs
+        cls.tls = lawn.TLS(ca_file=os.path.join(c, "ca.crt"), cert_file=os.path.join(c, "client.crt"),
+                           key_file=os.path.join(c, "client.key"))
+        with lawn.Client(cls.lawnd.address, tls=cls.tls) as client:
+            support.wait_serving(client)
+
     def test_a_client_certificate_is_the_identity_without_a_token(self):
-        c = self.certs
-        tls = lawn.TLS(ca_file=os.path.join(c, "ca.crt"), cert_file=os.path.join(c, "client.crt"),
-                       key_file=os.path.join(c, "client.key"))
-        with lawn.Client(self.lawnd.address, tls=tls) as client:
+        with lawn.Client(self.lawnd.address, tls=self.tls) as client:
             self.assertEqual(client.start("py-mtls", "by-cert", ttl=60).id, b"by-cert")
 
     def test_without_a_client_certificate_the_handshake_fails(self):
