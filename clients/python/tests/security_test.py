@@ -57,7 +57,7 @@ class TokenTest(LawndTestCase):
         super().setUpClass()
         with lawn.Client(cls.lawnd.address, token=WRITER_TOKEN,
                          tls=lawn.TLS(ca_file=os.path.join(cls.certs, "ca.crt"))) as client:
-            support.wait_serving(client)
+            support.wait_serving(client, "py-sec")
 
     def client(self, token=None, **tls_args) -> lawn.Client:
         tls = lawn.TLS(ca_file=os.path.join(self.certs, "ca.crt"), **tls_args)
@@ -132,7 +132,7 @@ class MutualTlsTest(LawndTestCase):
         cls.tls = lawn.TLS(ca_file=os.path.join(c, "ca.crt"), cert_file=os.path.join(c, "client.crt"),
                            key_file=os.path.join(c, "client.key"))
         with lawn.Client(cls.lawnd.address, tls=cls.tls) as client:
-            support.wait_serving(client)
+            support.wait_serving(client, "py-mtls")
 
     def test_a_client_certificate_is_the_identity_without_a_token(self):
         with lawn.Client(self.lawnd.address, tls=self.tls) as client:

@@ -71,16 +71,19 @@ def take(subscription, count: int) -> list:
     return got
 
 
-def wait_serving(client) -> None:
-    """Until lawnd answers GetStats: it refuses calls with Unavailable while it recovers."""
+def wait_serving(client, namespace: str = "py-ready") -> None:
+    """Until lawnd has recovered: timer calls get Unavailable until then (GetStats does not), so probe with
+    GetTimer, which answers NotFound once lawnd serves. The client needs read permission on `namespace`."""
     import lawn
 
     def serving() -> bool:
         try:
-            client.stats()
+            client.get(namespace, "ready-probe")
+        except lawn.NotFound:
             return True
         except lawn.Unavailable:
             return False
+        return True
 
     wait_until(serving, "lawnd to serve")
 
