@@ -261,6 +261,11 @@ size_t Outbox::size() const {
   return ready_.size() - acked_ready_.size() + in_flight_.size();
 }
 
+size_t Outbox::ack_timeouts() const {
+  absl::MutexLock lock(&mu_);
+  return timeouts_.size();
+}
+
 size_t Outbox::subscriber_count() const {
   absl::MutexLock lock(&mu_);
   return subscribers_.size() + observers_.size();

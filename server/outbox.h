@@ -118,6 +118,9 @@ class Outbox {
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   // Subscribers (work-sharing and observers) attached now.
   size_t subscriber_count() const;
+  // Ack deadlines held (one per in-flight delivery, released on ack, timeout or detach): what the ack-timeout
+  // bookkeeping costs in memory. Never more than Counters().in_flight.
+  size_t ack_timeouts() const;
 
  private:
   struct InFlight {

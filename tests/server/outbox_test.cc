@@ -52,8 +52,46 @@ TEST_F(OutboxTest, HolderAckRemovesTheEntryAndReleasesItsCharge) {
   EXPECT_EQ(outbox_.entries(), 0u);
   EXPECT_EQ(budget_.bytes.load(), 0u);
   EXPECT_EQ(a->in_flight, 0u);
-  // Its ack deadline is gone with it: nothing is redelivered later.
+  // Its ack deadline is gone with it, at once: no entry waits for the deadline, nothing is redelivered.
+  EXPECT_EQ(outbox_.ack_timeouts(), 0u);
   EXPECT_EQ(outbox_.ExpireAcks(10 * kAckTimeout), 0u);
+}
+
+TEST_F(OutboxTest, AckTimeoutBookkeepingNeverOutgrowsWhatIsInFlight) {
+  // Many sends through a window of 4, each acked: the ack deadlines held track the deliveries in flight and
+  // are all released by the acks, so their memory is bounded by max_in_flight, not by send rate x timeout.
+  constexpr uint64_t kSends = 1000;
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 1; id <= kSends; ++id) ids.push_back(id);
+  Publish(ids);
+  auto a = Attach(4);
+  auto b = Attach(4);
+  uint64_t sent = 0;
+  while (sent < kSends) {
+    std::vector<uint64_t> held_a, held_b;
+    while (auto id = Take(*a, sent)) held_a.push_back(*id);
+    while (auto id = Take(*b, sent)) held_b.push_back(*id);
+    sent += held_a.size() + held_b.size();
+    ASSERT_FALSE(held_a.empty() && held_b.empty());
+    EXPECT_EQ(outbox_.ack_timeouts(), held_a.size() + held_b.size());
+    EXPECT_LE(outbox_.ack_timeouts(), 8u);
+    EXPECT_EQ(outbox_.ack_timeouts(), outbox_.Counters().in_flight);
+    ASSERT_EQ(Ack(*a, held_a).acked, held_a.size());
+    EXPECT_EQ(outbox_.ack_timeouts(), held_b.size());
+    ASSERT_EQ(Ack(*b, held_b).acked, held_b.size());
+    ASSERT_EQ(outbox_.ack_timeouts(), 0u);
+  }
+  EXPECT_EQ(sent, kSends);
+  EXPECT_EQ(outbox_.size(), 0u);
+  // A timeout and a detach release theirs too.
+  Publish({kSends + 1, kSends + 2});
+  ASSERT_EQ(Take(*a, 0), kSends + 1);
+  ASSERT_EQ(Take(*b, 0), kSends + 2);
+  EXPECT_EQ(outbox_.ack_timeouts(), 2u);
+  outbox_.RemoveSubscriber(b.get());
+  EXPECT_EQ(outbox_.ack_timeouts(), 1u);
+  EXPECT_EQ(outbox_.ExpireAcks(kAckTimeout), 1u);
+  EXPECT_EQ(outbox_.ack_timeouts(), 0u);
 }
 
 TEST_F(OutboxTest, ObserverAndOtherSubscribersCannotAckAndAreCountedForeign) {
