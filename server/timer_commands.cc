@@ -28,6 +28,29 @@ absl::Status AfterWrite(const absl::Status& applied, bool wrote, const absl::Sta
   return applied;
 }
 
+// Why a start that adds `added_timers` timers and `added_bytes` bytes of ids and payloads would pass a pending
+// quota, given the counts before it (lawnd-wide, and in namespace `ns_name`); "" when it fits.
+std::string QuotaRefusal(const Options& options, std::string_view ns_name, uint64_t total, uint64_t in_ns,
+                         uint64_t total_bytes, uint64_t ns_bytes, uint64_t added_timers, uint64_t added_bytes) {
+  if (added_timers != 0 && total >= options.max_pending_timers) {
+    return "lawnd holds max_pending_timers (" + std::to_string(options.max_pending_timers) +
+           ") pending timers; delete some or raise the limit";
+  }
+  if (added_timers != 0 && in_ns >= options.max_pending_per_namespace) {
+    return "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
+           std::to_string(options.max_pending_per_namespace) + ") pending timers";
+  }
+  if (added_bytes != 0 && total_bytes + added_bytes > options.max_pending_bytes) {
+    return "pending timers hold max_pending_bytes (" + std::to_string(options.max_pending_bytes) +
+           " bytes of ids and payloads); delete some, use smaller payloads or raise the limit";
+  }
+  if (added_bytes != 0 && ns_bytes + added_bytes > options.max_pending_bytes_per_namespace) {
+    return "namespace '" + std::string(ns_name) + "' holds max_pending_bytes_per_namespace (" +
+           std::to_string(options.max_pending_bytes_per_namespace) + " bytes of ids and payloads)";
+  }
+  return "";
+}
+
 }  // namespace
 
 // ---- Start ------------------------------------------------------------------------------------------------
@@ -52,6 +75,23 @@ void StartCommand::Apply(ShardContext& ctx) {
     }
     const auto [ns_name, id] = Runtime::SplitKey(op.key);
     if (held == nullptr || held->name() != ns_name) {
+      // A start refused into a namespace that does not exist yet must not create it, not even until the
+      // background pass forgets empty namespaces (it would show in GetStats and take a max_namespaces slot
+      // meanwhile): the quotas are checked as for an empty namespace first. (A start racing with others for
+      // the last room may still pass this check and be refused below, after the namespace was created.)
+      // The namespace found cannot be freed meanwhile: a retired one stays alive until this worker has
+      // dropped it, which it does between commands.
+      const NamespaceState* found = runtime.namespaces().Find(ns_name);
+      if (found == nullptr || !found->exists()) {
+        std::string refused =
+            QuotaRefusal(options, ns_name, runtime.total_pending().load(std::memory_order_relaxed), 0,
+                         runtime.total_pending_bytes().load(std::memory_order_relaxed), 0, 1,
+                         op.key.size() + op.payload.size());
+        if (!refused.empty()) {
+          op.status = absl::ResourceExhaustedError(std::move(refused));
+          continue;
+        }
+      }
       if (held != nullptr) held->Release();
       held = nullptr;
       absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
@@ -91,20 +131,8 @@ void StartCommand::Apply(ShardContext& ctx) {
     const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
     const uint64_t total_bytes = runtime.total_pending_bytes().fetch_add(added_bytes, std::memory_order_relaxed);
     const uint64_t ns_bytes = state.pending_bytes.fetch_add(added_bytes, std::memory_order_relaxed);
-    std::string refused;
-    if (added_timers != 0 && total >= options.max_pending_timers) {
-      refused = "lawnd holds max_pending_timers (" + std::to_string(options.max_pending_timers) +
-                ") pending timers; delete some or raise the limit";
-    } else if (added_timers != 0 && in_ns >= options.max_pending_per_namespace) {
-      refused = "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
-                std::to_string(options.max_pending_per_namespace) + ") pending timers";
-    } else if (added_bytes != 0 && total_bytes + added_bytes > options.max_pending_bytes) {
-      refused = "pending timers hold max_pending_bytes (" + std::to_string(options.max_pending_bytes) +
-                " bytes of ids and payloads); delete some, use smaller payloads or raise the limit";
-    } else if (added_bytes != 0 && ns_bytes + added_bytes > options.max_pending_bytes_per_namespace) {
-      refused = "namespace '" + std::string(ns_name) + "' holds max_pending_bytes_per_namespace (" +
-                std::to_string(options.max_pending_bytes_per_namespace) + " bytes of ids and payloads)";
-    }
+    const std::string refused =
+        QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
     if (!refused.empty()) {
       unreserve();
       op.status = absl::ResourceExhaustedError(refused);

@@ -2,6 +2,7 @@
 // forgotten with its metric series, so max_namespaces bounds what a client can make lawnd hold, not how
 // many names it ever used.
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/integration/lawnd_process.h"
@@ -97,6 +98,63 @@ TEST_F(NamespaceLifetimeTest, MaxNamespacesBoundsLiveNamespacesNotNamesEverUsed)
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->timer().id(), "soon");
   EXPECT_TRUE(watcher.Ack(e->delivery_id()));
+}
+
+TEST_F(NamespaceLifetimeTest, FailedStartIntoANewNamespaceCreatesNothing) {
+  // Two namespaces at most, three pending timers at most, 1 KiB of ids and payloads per namespace.
+  StartLawnd("max_namespaces: 2\nmax_pending_timers: 3\nmax_pending_bytes_per_namespace: 1KiB\n");
+  ASSERT_TRUE(StartTtl(*stub_, "a", "t", milliseconds(600000)).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "a", "u", milliseconds(600000)).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "a", "v", milliseconds(600000)).ok());
+  auto expect_refused_and_absent = [&](const grpc::Status& s, grpc::StatusCode code, const std::string& ns,
+                                       const std::string& names) {
+    EXPECT_EQ(s.error_code(), code) << ns << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(names), std::string::npos) << s.error_message();
+    // Checked at once, not after lawnd's background pass forgets empty namespaces (about once a second).
+    EXPECT_FALSE(Listed(ns)) << ns;
+  };
+  // Quota on the number of pending timers, lawnd-wide.
+  expect_refused_and_absent(StartTtl(*stub_, "count", "t", milliseconds(600000)),
+                            grpc::StatusCode::RESOURCE_EXHAUSTED, "count", "max_pending_timers");
+  ASSERT_TRUE(Delete("a", "u").ok());
+  ASSERT_TRUE(Delete("a", "v").ok());
+  // Quota on bytes per namespace: one timer larger than the namespace may hold.
+  expect_refused_and_absent(StartTtl(*stub_, "bytes", "t", milliseconds(600000), nullptr, std::string(2000, 'p')),
+                            grpc::StatusCode::RESOURCE_EXHAUSTED, "bytes", "max_pending_bytes_per_namespace");
+  // Validation: a TTL of zero, and an empty id.
+  expect_refused_and_absent(StartTtl(*stub_, "ttl", "t", milliseconds(0)), grpc::StatusCode::INVALID_ARGUMENT,
+                            "ttl", "ttl");
+  expect_refused_and_absent(StartTtl(*stub_, "noid", "", milliseconds(600000)), grpc::StatusCode::INVALID_ARGUMENT,
+                            "noid", "id");
+  // In a batch: the items refused into new namespaces create none, the one that succeeds creates its own.
+  {
+    v1::StartTimersRequest req;
+    *req.add_timers() = TtlRequest("big", "t", milliseconds(600000), std::string(2000, 'p'));
+    *req.add_timers() = TtlRequest("a", "t", milliseconds(600000));  // Duplicate: a/t exists.
+    *req.add_timers() = TtlRequest("b", "t", milliseconds(600000));
+    grpc::ClientContext ctx;
+    v1::StartTimersResponse resp;
+    ASSERT_TRUE(stub_->StartTimers(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.results_size(), 3);
+    EXPECT_EQ(resp.results(0).code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << resp.results(0).message();
+    EXPECT_EQ(resp.results(1).code(), grpc::StatusCode::ALREADY_EXISTS) << resp.results(1).message();
+    EXPECT_EQ(resp.results(2).code(), grpc::StatusCode::OK) << resp.results(2).message();
+    EXPECT_FALSE(Listed("big"));
+    EXPECT_TRUE(Listed("b"));
+  }
+  // The refused starts took no namespace slot: with a and b there, a third is refused for max_namespaces
+  // (and is not created either), and once b is gone a new one fits at the first try.
+  expect_refused_and_absent(StartTtl(*stub_, "third", "t", milliseconds(600000)),
+                            grpc::StatusCode::RESOURCE_EXHAUSTED, "third", "max_namespaces");
+  ASSERT_TRUE(Delete("b", "t").ok());
+  ASSERT_TRUE(WaitFor([&] { return !Listed("b"); }, std::chrono::seconds(30)));
+  EXPECT_TRUE(StartTtl(*stub_, "third", "t", milliseconds(600000)).ok());
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse resp;
+  ASSERT_TRUE(stub_->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok());
+  std::vector<std::string> names;
+  for (const auto& n : resp.namespaces()) names.push_back(n.namespace_());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "third"}));
 }
 
 TEST_F(NamespaceLifetimeTest, SubscriptionsToEmptyNamesAreBoundedAndLeaveNoTrace) {

@@ -174,5 +174,54 @@ TEST_F(OutboxBoundTest, PendingByteQuotaRefusesStartsNamingTheLimit) {
   EXPECT_TRUE(StartTtl(*stub_, "bytes", "again", milliseconds(600000), nullptr, payload).ok());
 }
 
+TEST_F(OutboxBoundTest, TotalPendingByteQuotaRefusesStartsNamingTheLimitAndCreatesNothing) {
+  // max_pending_bytes_per_namespace is left at its default (the total): only the server-wide bound applies.
+  StartLawnd("max_pending_bytes: 2KiB\n");
+  const std::string payload(500, 'p');
+  // Each counts its key ("a" \0 "t0", 4 bytes) and payload: 504 bytes; four in two namespaces hold 2016.
+  ASSERT_TRUE(StartTtl(*stub_, "a", "t0", milliseconds(600000), nullptr, payload).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "a", "t1", milliseconds(600000), nullptr, payload).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "b", "t0", milliseconds(600000), nullptr, payload).ok());
+  ASSERT_TRUE(StartTtl(*stub_, "b", "t1", milliseconds(600000), nullptr, payload).ok());
+  // A fifth passes 2 KiB in all, though its own namespace holds nothing yet: refused, naming the limit.
+  grpc::Status refused = StartTtl(*stub_, "c", "t0", milliseconds(600000), nullptr, payload);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("max_pending_bytes (2048"), std::string::npos) << refused.error_message();
+  EXPECT_EQ(refused.error_message().find("per_namespace"), std::string::npos) << refused.error_message();
+  // The same in a batch, into a namespace that holds some already: refused item by item.
+  {
+    v1::StartTimersRequest req;
+    *req.add_timers() = TtlRequest("a", "t2", milliseconds(600000), payload);
+    grpc::ClientContext ctx;
+    v1::StartTimersResponse resp;
+    ASSERT_TRUE(stub_->StartTimers(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.results_size(), 1);
+    EXPECT_EQ(resp.results(0).code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(resp.results(0).message().find("max_pending_bytes (2048"), std::string::npos)
+        << resp.results(0).message();
+  }
+  // Nothing was created: no timer, no namespace, the counts unchanged.
+  v1::Timer t;
+  EXPECT_EQ(Get("c", "t0", &t).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Get("a", "t2", &t).error_code(), grpc::StatusCode::NOT_FOUND);
+  {
+    grpc::ClientContext ctx;
+    v1::GetStatsResponse resp;
+    ASSERT_TRUE(stub_->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok());
+    EXPECT_EQ(resp.pending_timers(), 4u);
+    for (const auto& n : resp.namespaces()) EXPECT_NE(n.namespace_(), "c");
+  }
+  EXPECT_EQ(Stats("a").pending_timers(), 2u);
+  // A smaller timer still fits beside them (2016 + 4 bytes), and room freed by a delete takes the big one.
+  EXPECT_TRUE(StartTtl(*stub_, "c", "t0", milliseconds(600000)).ok());
+  grpc::ClientContext ctx;
+  v1::DeleteTimerRequest d;
+  d.set_namespace_("a");
+  d.set_id("t0");
+  v1::DeleteTimerResponse dr;
+  ASSERT_TRUE(stub_->DeleteTimer(&ctx, d, &dr).ok());
+  EXPECT_TRUE(StartTtl(*stub_, "c", "t1", milliseconds(600000), nullptr, payload).ok());
+}
+
 }  // namespace
 }  // namespace lawn::testing
