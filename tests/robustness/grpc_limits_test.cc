@@ -1,5 +1,6 @@
 // The gRPC-level limits against the real lawnd, each as a client sees it: a full shard queue refuses with
-// UNAVAILABLE and loses nothing it accepted; a client that pings too often is disconnected; an idle
+// UNAVAILABLE and loses nothing it accepted; streams beyond max concurrent streams on one connection wait
+// until one ends; a client that pings too often is disconnected; an idle
 // connection is closed and a busy one is not; a connection past its maximum age is told to go away while
 // its calls go on; and a small gRPC memory quota refuses what does not fit without stopping the daemon.
 #include <atomic>
@@ -149,6 +150,45 @@ TEST_F(GrpcLimitsTest, FullShardQueueRefusesWithUnavailableAndKeepsEverythingItA
   EXPECT_EQ(metrics.find("lawn_overload_refusals_total 0\n"), std::string::npos) << "refusals are counted";
   std::printf("queue: %llu starts accepted, %llu refused\n", static_cast<unsigned long long>(accepted.load()),
               static_cast<unsigned long long>(refused.load()));
+}
+
+TEST_F(GrpcLimitsTest, StreamsBeyondMaxConcurrentStreamsWaitUntilOneEnds) {
+  StartLawnd("grpc_max_concurrent_streams: 2\n");
+  auto channel = OwnChannel();
+  auto stub = v1::TimerService::NewStub(channel);
+  auto subscribers = [&](const std::string& ns) { return NamespaceStatsOf(*stub_, ns).subscribers(); };
+  // Two streams fill the connection's limit; both are served (seen from another connection).
+  auto first = std::make_unique<TestSubscriber>(*stub, "one");
+  TestSubscriber second(*stub, "two");
+  ASSERT_TRUE(WaitFor([&] { return subscribers("one") == 1 && subscribers("two") == 1; }, seconds(30)));
+  // A third on the same connection waits in the client (the server announced 2 in its SETTINGS): lawnd
+  // never sees it, so it is not attached and an expiration due in its namespace waits in the outbox. (The
+  // stream is opened on a thread: opening it blocks until its headers are sent, i.e. until a slot is free.)
+  std::unique_ptr<TestSubscriber> third;
+  std::atomic<bool> opened{false};
+  std::thread opener([&] {
+    third = std::make_unique<TestSubscriber>(*stub, "three");
+    opened = true;
+  });
+  EXPECT_TRUE(StartTtl(*stub_, "three", "t", milliseconds(10)).ok());
+  EXPECT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub_, "three").outbox() == 1; }, seconds(30)));
+  EXPECT_FALSE(WaitFor([&] { return subscribers("three") != 0; }, milliseconds(2000)))
+      << "a stream beyond the limit was served";
+  EXPECT_EQ(NamespaceStatsOf(*stub_, "three").outbox(), 1u);
+  EXPECT_FALSE(opened.load()) << "a stream beyond the limit was opened at once";
+  // The first one ends: the waiting stream takes its place and gets the expiration.
+  first->Close();
+  first.reset();
+  const bool opened_in_time = WaitFor([&] { return opened.load(); }, seconds(30));
+  if (!opened_in_time) second.Close();  // Frees the other slot, so that the opener ends and can be joined.
+  opener.join();
+  ASSERT_TRUE(opened_in_time) << "the waiting stream was not served after a slot freed";
+  std::optional<v1::Expiration> e = third->Next(milliseconds(30'000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->timer().id(), "t");
+  EXPECT_TRUE(third->Ack(e->delivery_id()));
+  EXPECT_EQ(subscribers("three"), 1u);
+  EXPECT_EQ(subscribers("two"), 1u);
 }
 
 TEST_F(GrpcLimitsTest, ClientThatPingsTooOftenIsDisconnectedAndOthersAreNot) {
