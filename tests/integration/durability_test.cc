@@ -138,7 +138,8 @@ TEST(DurabilityTest, TimersDueDuringDowntimeFireAtOnceMarkedLate) {
 
 // A million stored timers take lawnd about a second to recover on two cores (BENCHMARKS.md), while its
 // port is open from the start: polled from the moment the port is known, health must say NOT_SERVING (and
-// writes must be refused UNAVAILABLE) before it says SERVING, and once SERVING every timer is back.
+// writes and subscriptions must be refused UNAVAILABLE) before it says SERVING, and once SERVING every timer
+// is back.
 TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
   constexpr int kTimers = 1'000'000;
   constexpr int kBatch = 10'000;
@@ -162,13 +163,21 @@ TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
   auto stub = v1::TimerService::NewStub(channel);
   int not_serving = 0;  // NOT_SERVING answers before the first SERVING.
   grpc::Status refused;
+  std::optional<grpc::Status> subscribe_refused;  // How a Subscribe opened while NOT_SERVING ended.
   std::optional<ServingStatus> liveness;
   std::optional<ServingStatus> status;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < give_up) {
     status = CheckHealth(channel);
     if (status == grpc::health::v1::HealthCheckResponse::SERVING) break;
-    if (status == grpc::health::v1::HealthCheckResponse::NOT_SERVING && ++not_serving == 1) {
+    if (status != grpc::health::v1::HealthCheckResponse::NOT_SERVING) continue;
+    // While recovering, a subscription is refused: its outbox is not back yet. Tried after each NOT_SERVING
+    // answer until one is refused (one accepted means recovery ended just after the answer; it stays open).
+    if (!subscribe_refused.has_value()) {
+      TestSubscriber sub(*stub, "rec");
+      subscribe_refused = sub.WaitEnd(std::chrono::seconds(10));
+    }
+    if (++not_serving == 1) {
       // While recovering: writes are refused, and the process reports itself alive.
       refused = StartTtl(*stub, "rec", "during-recovery", milliseconds(3'600'000));
       liveness = CheckHealth(channel, "liveness");
@@ -178,6 +187,10 @@ TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
   std::printf("%d NOT_SERVING answers before SERVING\n", not_serving);
   EXPECT_GT(not_serving, 0) << "never saw NOT_SERVING while a million timers were recovered";
   EXPECT_EQ(liveness, grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_TRUE(subscribe_refused.has_value()) << "every Subscribe opened while NOT_SERVING was accepted";
+  EXPECT_EQ(subscribe_refused->error_code(), grpc::StatusCode::UNAVAILABLE) << subscribe_refused->error_message();
+  EXPECT_NE(subscribe_refused->error_message().find("recovering"), std::string::npos)
+      << subscribe_refused->error_message();
   // Refused while recovering (unless recovery finished between the health answer and this call).
   if (refused.error_code() != grpc::StatusCode::OK) {
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
