@@ -243,7 +243,7 @@ TEST(DurabilityTest, CheckpointIsARestorableBackup) {
 
 // A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with
 // RESOURCE_EXHAUSTED before RocksDB could hit ENOSPC (the guard keeps min_free_disk_bytes plus 32 MiB of
-// round headroom free); lawnd stays up; after the disk grows, writes work and
+// round headroom free), and so are checkpoints; lawnd stays up; after the disk grows, writes work and
 // every acknowledged timer is still there, also after a restart.
 TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
@@ -281,6 +281,17 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   // Still alive and answering reads.
   v1::Timer t;
   EXPECT_TRUE(Get(*stub, "full", acked.front(), &t).ok());
+  // A checkpoint is refused by the same guard, and nothing is written for it.
+  {
+    auto admin = v1::AdminService::NewStub(lawnd.channel());
+    grpc::ClientContext ctx;
+    v1::CreateCheckpointRequest req;
+    req.set_name("on-full-disk");
+    v1::CreateCheckpointResponse resp;
+    const grpc::Status s = admin->CreateCheckpoint(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_FALSE(std::filesystem::exists(mnt + "/data/checkpoints/on-full-disk"));
+  }
   // Space returns.
   ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
   ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub, "full", "after", milliseconds(3'600'000)).ok(); }));
