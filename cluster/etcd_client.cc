@@ -1,0 +1,186 @@
+// EtcdClient (cluster/etcd_client.h): etcd's KV and Lease services, one synchronous call each.
+#include "cluster/etcd_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace lawn {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status, std::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("etcd ", std::string(what), ": ", status.error_message()));
+}
+
+EtcdKeyValue FromProto(const mvccpb::KeyValue& kv) {
+  return EtcdKeyValue{kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()};
+}
+
+// The key right after every key that starts with `prefix` (etcd's range_end for a prefix).
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
+      prefix.back() = static_cast<char>(prefix.back() + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // Every key.
+}
+
+bool IsHostPort(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  uint32_t port = 0;
+  return colon != std::string::npos && colon > 0 &&
+         absl::SimpleAtoi(endpoint.substr(colon + 1), &port) && port > 0 && port < 65536;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdClientOptions& options) {
+  if (options.endpoints.empty()) return absl::InvalidArgumentError("etcd: no endpoints");
+  for (const std::string& e : options.endpoints) {
+    if (!IsHostPort(e)) {
+      return absl::InvalidArgumentError(absl::StrCat("etcd endpoint '", e, "' is not host:port"));
+    }
+  }
+  // One endpoint: a plain target (DNS names resolve as usual). Several: gRPC's ipv4: list with pick_first,
+  // which moves to the next address when one fails (for IP endpoints; a name list would need a resolver).
+  std::string target = options.endpoints.size() == 1
+                           ? options.endpoints[0]
+                           : absl::StrCat("ipv4:", absl::StrJoin(options.endpoints, ","));
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(channel), options.call_timeout));
+}
+
+EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout)
+    : call_timeout_(call_timeout), kv_(etcdserverpb::KV::NewStub(channel)), lease_(etcdserverpb::Lease::NewStub(channel)) {}
+
+void EtcdClient::Prepare(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
+}
+
+absl::StatusOr<std::optional<EtcdKeyValue>> EtcdClient::Get(const std::string& key) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(key);
+  etcdserverpb::RangeResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Range(&context, request, &response), "range"); !s.ok()) return s;
+  if (response.kvs_size() == 0) return std::optional<EtcdKeyValue>();
+  return std::optional<EtcdKeyValue>(FromProto(response.kvs(0)));
+}
+
+absl::StatusOr<EtcdClient::Range> EtcdClient::GetPrefix(const std::string& prefix) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(prefix);
+  request.set_range_end(PrefixEnd(prefix));
+  etcdserverpb::RangeResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Range(&context, request, &response), "range"); !s.ok()) return s;
+  Range range;
+  range.revision = response.header().revision();
+  range.kvs.reserve(response.kvs_size());
+  for (const mvccpb::KeyValue& kv : response.kvs()) range.kvs.push_back(FromProto(kv));
+  return range;
+}
+
+absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
+  etcdserverpb::PutRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  request.set_lease(lease);
+  etcdserverpb::PutResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Put(&context, request, &response), "put"); !s.ok()) return s;
+  return response.header().revision();
+}
+
+absl::StatusOr<int64_t> EtcdClient::Delete(const std::string& key) {
+  etcdserverpb::DeleteRangeRequest request;
+  request.set_key(key);
+  etcdserverpb::DeleteRangeResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->DeleteRange(&context, request, &response), "delete"); !s.ok()) return s;
+  return response.deleted();
+}
+
+absl::StatusOr<std::optional<int64_t>> EtcdClient::PutIfModRevision(const std::string& key, const std::string& value,
+                                                                    int64_t expected_mod_revision, int64_t lease) {
+  etcdserverpb::TxnRequest request;
+  etcdserverpb::Compare* compare = request.add_compare();
+  compare->set_key(key);
+  compare->set_target(etcdserverpb::Compare::MOD);
+  compare->set_result(etcdserverpb::Compare::EQUAL);
+  compare->set_mod_revision(expected_mod_revision);  // A key that does not exist compares as revision 0.
+  etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease);
+  etcdserverpb::TxnResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Txn(&context, request, &response), "txn"); !s.ok()) return s;
+  if (!response.succeeded()) return std::optional<int64_t>();
+  // The transaction wrote one key: its mod_revision is the transaction's revision.
+  return std::optional<int64_t>(response.header().revision());
+}
+
+absl::StatusOr<int64_t> EtcdClient::GrantLease(std::chrono::seconds ttl) {
+  if (ttl.count() < 1) return absl::InvalidArgumentError("etcd lease TTL must be at least 1 s");
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl.count());
+  etcdserverpb::LeaseGrantResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(lease_->LeaseGrant(&context, request, &response), "lease grant"); !s.ok()) {
+    return s;
+  }
+  if (!response.error().empty()) return absl::UnavailableError(absl::StrCat("etcd lease grant: ", response.error()));
+  return response.id();
+}
+
+absl::StatusOr<std::chrono::seconds> EtcdClient::KeepAliveOnce(int64_t lease) {
+  // LeaseKeepAlive is a stream in etcd's API; one request and its answer renew the lease once. A stream per
+  // renewal costs a little more than one long-lived stream but keeps each renewal bounded by the timeout,
+  // which is what the fencing clock needs (LeaseKeeper).
+  grpc::ClientContext context;
+  Prepare(context);
+  auto stream = lease_->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  const bool exchanged = stream->Write(request) && stream->WritesDone() && stream->Read(&response);
+  if (!exchanged) {
+    context.TryCancel();
+    grpc::Status status = stream->Finish();
+    if (status.ok()) return absl::UnavailableError("etcd lease keep-alive: the stream ended without an answer");
+    return FromGrpc(status, "lease keep-alive");
+  }
+  context.TryCancel();  // Done with the stream; do not wait for etcd to end it.
+  stream->Finish();
+  if (response.ttl() <= 0) {
+    return absl::NotFoundError(absl::StrCat("etcd lease ", lease, " has expired or was revoked"));
+  }
+  return std::chrono::seconds(response.ttl());
+}
+
+absl::Status EtcdClient::RevokeLease(int64_t lease) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  etcdserverpb::LeaseRevokeResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  return FromGrpc(lease_->LeaseRevoke(&context, request, &response), "lease revoke");
+}
+
+}  // namespace lawn

@@ -1,0 +1,82 @@
+// EtcdClient: the few etcd v3 calls lawn's cluster mode needs (KV get / put / delete, a compare-and-swap
+// transaction on a key's mod revision, and leases), over gRPC with etcd's own API (cluster/CMakeLists.txt
+// generates it from Debian's etcd sources). Consensus is etcd's; lawn only reads and writes keys.
+//
+// Every call is synchronous and bounded by the client's call timeout; a call that etcd did not answer
+// (unreachable, timed out) is UNAVAILABLE or DEADLINE_EXCEEDED, so callers may retry. Revisions are etcd's
+// cluster-wide revisions: a key's mod_revision changes on every write of it, which is what makes it an epoch.
+//
+// Thread-safety: all methods may be called from any thread at once (gRPC stubs are thread-safe).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+
+namespace lawn {
+
+struct EtcdKeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;  // The epoch of the value: etcd's revision of the write that set it.
+  int64_t lease = 0;         // 0: not attached to a lease.
+};
+
+struct EtcdClientOptions {
+  // host:port of etcd members; the client connects to the first that answers and fails over to the others.
+  std::vector<std::string> endpoints;
+  std::chrono::milliseconds call_timeout{2000};
+};
+
+class EtcdClient {
+ public:
+  // INVALID_ARGUMENT for no endpoints or one that is not host:port. Does not wait for etcd.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(const EtcdClientOptions& options);
+
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  // The value of `key`, or nullopt if there is none.
+  absl::StatusOr<std::optional<EtcdKeyValue>> Get(const std::string& key);
+  // Every key that starts with `prefix`, in key order, and the store's revision at the read.
+  struct Range {
+    std::vector<EtcdKeyValue> kvs;
+    int64_t revision = 0;
+  };
+  absl::StatusOr<Range> GetPrefix(const std::string& prefix);
+  // Writes key = value (attached to `lease` unless 0); returns the revision of the write.
+  absl::StatusOr<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  // Deletes key; returns how many keys went (0 or 1).
+  absl::StatusOr<int64_t> Delete(const std::string& key);
+
+  // Writes key = value only if the key's mod_revision is `expected_mod_revision` (0: the key must not
+  // exist), in one etcd transaction. Returns the new mod_revision (the new epoch) if it wrote, nullopt if
+  // the comparison failed (someone else wrote the key since it was read).
+  absl::StatusOr<std::optional<int64_t>> PutIfModRevision(const std::string& key, const std::string& value,
+                                                          int64_t expected_mod_revision, int64_t lease = 0);
+
+  // A new lease of `ttl` (whole seconds, at least 1; etcd may grant more); returns its id.
+  absl::StatusOr<int64_t> GrantLease(std::chrono::seconds ttl);
+  // Renews `lease` once; returns the TTL etcd granted, or NOT_FOUND if the lease has expired or was revoked.
+  absl::StatusOr<std::chrono::seconds> KeepAliveOnce(int64_t lease);
+  // Revokes `lease`: the keys attached to it are deleted at once.
+  absl::Status RevokeLease(int64_t lease);
+
+ private:
+  explicit EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout);
+  void Prepare(grpc::ClientContext& context) const;
+
+  std::chrono::milliseconds call_timeout_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+};
+
+}  // namespace lawn

@@ -1,0 +1,83 @@
+// EtcdProcess (tests/cluster/etcd_process.h).
+#include "tests/cluster/etcd_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lawn::testing {
+
+EtcdProcess::EtcdProcess(std::chrono::milliseconds timeout) : log_path_(dir_.path() + "/etcd.log") {
+  const std::string any = "http://127.0.0.1:0";
+  const std::vector<std::string> args = {
+      "/usr/bin/etcd", "--name", "test", "--data-dir", dir_.path() + "/data",
+      "--listen-client-urls", any, "--advertise-client-urls", any,
+      "--listen-peer-urls", any, "--initial-advertise-peer-urls", any, "--initial-cluster", "test=" + any,
+      // Short elections: a single member elects itself at once, and lease TTLs may be as short as 1-2 s.
+      "--heartbeat-interval", "50", "--election-timeout", "500"};
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid_ <= 0) {
+    ADD_FAILURE() << "fork failed";
+    return;
+  }
+  // "serving insecure client requests on 127.0.0.1:PORT": the port it bound for the client API.
+  static const std::regex kServing(R"(serving insecure client requests on 127\.0\.0\.1:(\d+))");
+  const bool up = WaitFor(
+      [&] {
+        std::smatch m;
+        const std::string log = Log();
+        if (!std::regex_search(log, m, kServing)) return false;
+        client_port_ = std::stoi(m[1]);
+        return true;
+      },
+      timeout);
+  if (!up) ADD_FAILURE() << "etcd did not serve within " << timeout.count() << " ms; log:\n" << Log();
+}
+
+EtcdProcess::~EtcdProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);  // Also ends a stopped process.
+  int status;
+  waitpid(pid_, &status, 0);
+}
+
+void EtcdProcess::Pause() {
+  ASSERT_FALSE(paused_);
+  ::kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void EtcdProcess::Resume() {
+  ASSERT_TRUE(paused_);
+  ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
+std::string EtcdProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace lawn::testing

@@ -1,0 +1,104 @@
+// LeaseKeeper against a real etcd: it keeps a lease alive, and its fencing clock runs out before the lease
+// can expire at etcd when etcd stops answering (paused with SIGSTOP), so a member that checks Fresh() never
+// acts on a lease that etcd may already have expired.
+#include "cluster/lease_keeper.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/cluster/etcd_process.h"
+
+namespace lawn {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::EtcdProcess;
+using testing::WaitFor;
+
+std::unique_ptr<EtcdClient> Connect(const std::string& endpoint) {
+  auto client = EtcdClient::Connect({.endpoints = {endpoint}, .call_timeout = milliseconds(500)});
+  EXPECT_TRUE(client.ok()) << client.status();
+  return std::move(client).value();
+}
+
+TEST(LeaseKeeperTest, KeepsItsLeaseAndItsKeysAlivePastTheTtl) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(2), .margin = milliseconds(500)});
+  ASSERT_TRUE(keeper.ok()) << keeper.status();
+  ASSERT_TRUE(client->Put("/t/members/m", "addr", (*keeper)->lease()).ok());
+  EXPECT_TRUE((*keeper)->Fresh());
+  // Three TTLs: without renewals the key would be gone.
+  std::this_thread::sleep_for(seconds(6));
+  EXPECT_TRUE(client->Get("/t/members/m")->has_value());
+  EXPECT_GE((*keeper)->renewals(), 3);
+  EXPECT_TRUE((*keeper)->Fresh());
+  EXPECT_FALSE((*keeper)->lost());
+}
+
+TEST(LeaseKeeperTest, AStoppedKeeperLetsTheLeaseExpireAndRevokeEndsItAtOnce) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  {
+    auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(2), .margin = milliseconds(500)});
+    ASSERT_TRUE(keeper.ok());
+    ASSERT_TRUE(client->Put("/t/members/crashed", "addr", (*keeper)->lease()).ok());
+  }  // Stops renewing, as a crashed member would.
+  EXPECT_TRUE(WaitFor([&] { return !client->Get("/t/members/crashed")->has_value(); }, seconds(15)));
+
+  auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(30), .margin = milliseconds(500)});
+  ASSERT_TRUE(keeper.ok());
+  ASSERT_TRUE(client->Put("/t/members/leaving", "addr", (*keeper)->lease()).ok());
+  ASSERT_TRUE((*keeper)->Revoke().ok());
+  EXPECT_FALSE(client->Get("/t/members/leaving")->has_value());
+  EXPECT_FALSE((*keeper)->Fresh());
+}
+
+TEST(LeaseKeeperTest, ALeaseRevokedElsewhereIsLostForGood) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(3), .margin = milliseconds(500)});
+  ASSERT_TRUE(keeper.ok());
+  ASSERT_TRUE(client->RevokeLease((*keeper)->lease()).ok());
+  EXPECT_TRUE(WaitFor([&] { return (*keeper)->lost(); }, seconds(15)));
+  EXPECT_FALSE((*keeper)->Fresh());
+}
+
+TEST(LeaseKeeperTest, FreshRunsOutBeforeTheLeaseCanExpireWhileEtcdIsPaused) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  const seconds ttl(3);
+  auto keeper = LeaseKeeper::Start(*client, {.ttl = ttl, .margin = milliseconds(500)});
+  ASSERT_TRUE(keeper.ok());
+  ASSERT_TRUE(client->Put("/t/members/m", "addr", (*keeper)->lease()).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*keeper)->renewals() >= 1; }, seconds(15)));
+
+  const milliseconds margin(500);
+  etcd.Pause();
+  // Every renewal that etcd answered was sent before the pause, so the fence ends at the latest at
+  // pause + ttl - margin, while etcd keeps the lease at least until that renewal's send + ttl.
+  EXPECT_LE((*keeper)->FreshFor(), std::chrono::steady_clock::duration(ttl - margin));
+  // And it runs out by itself: no answer can refresh it now.
+  EXPECT_TRUE(WaitFor([&] { return !(*keeper)->Fresh(); }, seconds(10)));
+  EXPECT_GE((*keeper)->failures(), 1);
+  etcd.Resume();
+
+  // After the pause the keeper either renews (Fresh again, the key still there) or learns that the lease
+  // expired (lost, the key gone); never Fresh with the lease gone.
+  ASSERT_TRUE(WaitFor([&] { return (*keeper)->Fresh() || (*keeper)->lost(); }, seconds(20)));
+  if ((*keeper)->lost()) {
+    EXPECT_FALSE(client->Get("/t/members/m")->has_value());
+  } else {
+    EXPECT_TRUE(client->Get("/t/members/m")->has_value());
+  }
+}
+
+TEST(LeaseKeeperTest, AMarginOfTheWholeTtlIsRefused) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  EXPECT_TRUE(absl::IsInvalidArgument(LeaseKeeper::Start(*client, {.ttl = seconds(2), .margin = seconds(2)}).status()));
+}
+
+}  // namespace
+}  // namespace lawn
