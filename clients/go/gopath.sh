@@ -24,6 +24,12 @@ dir=$(cd "$1" && pwd)
 export GO111MODULE=off GOFLAGS= GOPATH="$dir:/usr/share/gocode" GOCACHE="${GOCACHE:-$dir/cache}"
 
 mkdir -p "$dir/src/lawn.dev" "$dir/bin"
+# One maker at a time per GOPATH (a build and a test may run this at once).
+exec 9>"$dir/.lock"
+flock 9
+for tool in go protoc protoc-gen-go-grpc; do
+  command -v "$tool" >/dev/null || { echo "$0: $tool not found (.ci/install-deps installs it)" >&2; exit 1; }
+done
 ln -sfn "$here/lawn" "$dir/src/lawn.dev/lawn"
 
 gen_go="$dir/bin/protoc-gen-go"

@@ -22,11 +22,11 @@ func newBackoff(b Backoff) *backoffState {
 	if b.Initial <= 0 {
 		b.Initial = 100 * time.Millisecond
 	}
-	if b.Max < b.Initial {
+	if b.Max <= 0 {
 		b.Max = 10 * time.Second
-		if b.Max < b.Initial {
-			b.Max = b.Initial
-		}
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
 	}
 	return &backoffState{Backoff: b, next: b.Initial}
 }

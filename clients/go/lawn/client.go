@@ -2,10 +2,12 @@ package lawn
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -17,9 +19,12 @@ const MaxBatch = 10000
 
 // Client is a connection to lawnd. It is safe for concurrent use; close it with Close.
 type Client struct {
-	conn    *grpc.ClientConn
-	stub    pb.TimerServiceClient
-	timeout time.Duration
+	conn      *grpc.ClientConn
+	stub      pb.TimerServiceClient
+	timeout   time.Duration
+	closed    chan struct{} // Closed by Close: subscriptions stop reconnecting.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Dial connects to lawnd at address (host:port). It does not wait for the connection: an unreachable lawnd
@@ -39,15 +44,26 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fromRPC(err)
 	}
-	return &Client{conn: conn, stub: pb.NewTimerServiceClient(conn), timeout: o.timeout}, nil
+	return &Client{conn: conn, stub: pb.NewTimerServiceClient(conn), timeout: o.timeout, closed: make(chan struct{})}, nil
 }
 
-// Close closes the connection; subscriptions on it end (their channels close).
+// Close closes the connection; subscriptions on it end with ErrCanceled (their channels close). Safe to
+// call more than once, from any goroutine.
 func (c *Client) Close() error {
-	if c.conn.GetState() == connectivity.Shutdown {
-		return nil
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = c.conn.Close()
+	})
+	return c.closeErr
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
 	}
-	return c.conn.Close()
 }
 
 // Conn is the underlying gRPC connection, for the generated stubs (health checks, the admin service).
@@ -85,57 +101,70 @@ func (c *Client) Start(ctx context.Context, spec TimerSpec) (*Timer, error) {
 type StartManyOptions struct {
 	// ReturnTimers asks lawnd for each started timer (StartResult.Timer); by default results carry errors only.
 	ReturnTimers bool
-	// BatchSize is the number of items per StartTimers call, 1..MaxBatch (0: MaxBatch).
+	// BatchSize is the most items per StartTimers call, 1..MaxBatch (0: MaxBatch).
 	BatchSize int
+	// BatchBytes is the most bytes of items per call (0: 1 MiB), well below lawnd's max_message_bytes
+	// (4 MiB by default); a single larger item goes alone.
+	BatchBytes int
 }
 
-// StartMany starts many timers in StartTimers calls of up to BatchSize items. Each item succeeds or fails on
-// its own: results[i] is specs[i]'s outcome. The error is the first call that failed as a whole (its items,
-// and those of later calls, which are not sent, carry it as their Err); items lawnd refused do not make it
-// non-nil.
+// StartMany starts many timers in StartTimers calls of up to BatchSize items and BatchBytes bytes. Each
+// item succeeds or fails on its own: results[i] is specs[i]'s outcome. The error is the first call that
+// failed as a whole: the items it carried, and those of later calls, which are not sent, carry it as their
+// Err; items lawnd (or the client) refused do not make it non-nil.
 func (c *Client) StartMany(ctx context.Context, specs []TimerSpec, o *StartManyOptions) ([]StartResult, error) {
 	if o == nil {
 		o = &StartManyOptions{}
 	}
-	size := o.BatchSize
-	if size == 0 {
-		size = MaxBatch
+	count, bytes := o.BatchSize, o.BatchBytes
+	if count == 0 {
+		count = MaxBatch
 	}
-	if size < 0 || size > MaxBatch {
-		return nil, invalid("BatchSize %d is outside 1..%d", size, MaxBatch)
+	if bytes == 0 {
+		bytes = 1 << 20
+	}
+	if count < 0 || count > MaxBatch || bytes < 0 {
+		return nil, invalid("BatchSize %d is outside 1..%d, or BatchBytes %d is negative", count, MaxBatch, bytes)
 	}
 	results := make([]StartResult, len(specs))
-	for begin := 0; begin < len(specs); begin += size {
-		end := begin + size
-		if end > len(specs) {
-			end = len(specs)
+	// Items the client refuses itself get their error here and are not sent.
+	var batch []int
+	batchBytes := 0
+	var failed error
+	flush := func() {
+		if len(batch) > 0 && failed == nil {
+			failed = c.startBatch(ctx, specs, batch, results, o.ReturnTimers)
 		}
-		if err := c.startBatch(ctx, specs[begin:end], results[begin:end], o.ReturnTimers); err != nil {
-			for i := begin; i < len(specs); i++ {
-				results[i] = StartResult{Err: err}
+		if failed != nil {
+			for _, i := range batch {
+				results[i] = StartResult{Err: failed}
 			}
-			return results, err
 		}
+		batch, batchBytes = batch[:0], 0
 	}
-	return results, nil
-}
-
-// startBatch sends one StartTimers call. Items the client itself refuses get their error and are left out of
-// the call, so a bad item costs no round trip and does not fail the others.
-func (c *Client) startBatch(ctx context.Context, specs []TimerSpec, results []StartResult, returnTimers bool) error {
-	req := &pb.StartTimersRequest{ReturnTimers: returnTimers, Timers: make([]*pb.StartTimerRequest, 0, len(specs))}
-	sent := make([]int, 0, len(specs)) // results index of each item sent
 	for i := range specs {
 		item, err := specs[i].request()
 		if err != nil {
 			results[i] = StartResult{Err: err}
 			continue
 		}
-		req.Timers = append(req.Timers, item)
-		sent = append(sent, i)
+		size := proto.Size(item) + 4 // + the field tag and length in the batch
+		if len(batch) > 0 && (len(batch) == count || batchBytes+size > bytes) {
+			flush()
+		}
+		batch = append(batch, i)
+		batchBytes += size
 	}
-	if len(sent) == 0 {
-		return nil
+	flush()
+	return results, failed
+}
+
+// startBatch sends one StartTimers call for specs[i], i in items, and fills their results.
+func (c *Client) startBatch(ctx context.Context, specs []TimerSpec, items []int, results []StartResult, returnTimers bool) error {
+	req := &pb.StartTimersRequest{ReturnTimers: returnTimers, Timers: make([]*pb.StartTimerRequest, 0, len(items))}
+	for _, i := range items {
+		item, _ := specs[i].request() // Checked by StartMany.
+		req.Timers = append(req.Timers, item)
 	}
 	var resp *pb.StartTimersResponse
 	err := c.call(ctx, func(ctx context.Context) (err error) {
@@ -145,11 +174,11 @@ func (c *Client) startBatch(ctx context.Context, specs []TimerSpec, results []St
 	if err != nil {
 		return err
 	}
-	if len(resp.GetResults()) != len(sent) {
-		return &Error{Code: ErrInternal.Code, Message: "lawnd answered a different number of results than items sent"}
+	if len(resp.GetResults()) != len(items) {
+		return &Error{Code: codes.Internal, Message: "lawnd answered a different number of results than items sent"}
 	}
 	for k, r := range resp.GetResults() {
-		i := sent[k]
+		i := items[k]
 		if r.GetCode() != 0 {
 			results[i] = StartResult{Err: &Error{Code: codeOf(r.GetCode()), Message: r.GetMessage()}}
 			continue
@@ -172,14 +201,27 @@ func (c *Client) Delete(ctx context.Context, namespace, id string) (*Timer, erro
 	return timerFrom(resp.GetTimer()), nil
 }
 
-// Reschedule moves a pending timer to now + ttl (ttl != 0) or to deadline (non-zero): exactly one. It keeps
-// the payload and interval and returns the timer; ErrNotFound if there is none.
-func (c *Client) Reschedule(ctx context.Context, namespace, id string, ttl time.Duration, deadline time.Time) (*Timer, error) {
-	req := &pb.RescheduleTimerRequest{Namespace: namespace, Id: []byte(id)}
-	if err := setWhen(ttl, deadline, func(d *durationpb.Duration) { req.When = &pb.RescheduleTimerRequest_Ttl{Ttl: d} },
-		func(t *timestamppb.Timestamp) { req.When = &pb.RescheduleTimerRequest_Deadline{Deadline: t} }); err != nil {
-		return nil, err
+// RescheduleIn moves a pending timer to now + ttl, keeping its payload and interval, and returns it;
+// ErrNotFound if there is none.
+func (c *Client) RescheduleIn(ctx context.Context, namespace, id string, ttl time.Duration) (*Timer, error) {
+	if ttl == 0 {
+		return nil, invalid("a TTL of 0: give the time from now the timer should fire")
 	}
+	return c.reschedule(ctx, &pb.RescheduleTimerRequest{Namespace: namespace, Id: []byte(id),
+		When: &pb.RescheduleTimerRequest_Ttl{Ttl: durationpb.New(ttl)}})
+}
+
+// RescheduleAt moves a pending timer to deadline, keeping its payload and interval, and returns it;
+// ErrNotFound if there is none.
+func (c *Client) RescheduleAt(ctx context.Context, namespace, id string, deadline time.Time) (*Timer, error) {
+	if deadline.IsZero() {
+		return nil, invalid("a zero deadline: give the time the timer should fire")
+	}
+	return c.reschedule(ctx, &pb.RescheduleTimerRequest{Namespace: namespace, Id: []byte(id),
+		When: &pb.RescheduleTimerRequest_Deadline{Deadline: timestamppb.New(deadline)}})
+}
+
+func (c *Client) reschedule(ctx context.Context, req *pb.RescheduleTimerRequest) (*Timer, error) {
 	var resp *pb.RescheduleTimerResponse
 	err := c.call(ctx, func(ctx context.Context) (err error) {
 		resp, err = c.stub.RescheduleTimer(ctx, req)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +47,11 @@ func TestStartGetRescheduleDelete(t *testing.T) {
 	}
 
 	at := time.Now().Add(2 * time.Hour).Truncate(time.Microsecond)
-	moved, err := c.Reschedule(ctx, "go-api", "t1", 0, at)
+	moved, err := c.RescheduleAt(ctx, "go-api", "t1", at)
 	if err != nil || !moved.Deadline.Equal(at) {
 		t.Fatalf("Reschedule to %v = %+v, %v", at, moved, err)
 	}
-	moved, err = c.Reschedule(ctx, "go-api", "t1", 3*time.Hour, time.Time{})
+	moved, err = c.RescheduleIn(ctx, "go-api", "t1", 3*time.Hour)
 	if err != nil || moved.Deadline.Before(at.Add(time.Hour-time.Minute)) {
 		t.Fatalf("Reschedule by TTL = %+v, %v", moved, err)
 	}
@@ -62,7 +63,7 @@ func TestStartGetRescheduleDelete(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"get":        func() error { _, err := c.Get(ctx, "go-api", "t1"); return err },
 		"delete":     func() error { _, err := c.Delete(ctx, "go-api", "t1"); return err },
-		"reschedule": func() error { _, err := c.Reschedule(ctx, "go-api", "t1", time.Second, time.Time{}); return err },
+		"reschedule": func() error { _, err := c.RescheduleIn(ctx, "go-api", "t1", time.Second); return err },
 	} {
 		if err := call(); !errors.Is(err, lawn.ErrNotFound) {
 			t.Errorf("%s after delete: %v, want ErrNotFound", name, err)
@@ -70,13 +71,30 @@ func TestStartGetRescheduleDelete(t *testing.T) {
 	}
 }
 
-func TestRecurringTimerKeepsItsInterval(t *testing.T) {
+func TestARecurringTimerFiresOnItsGridUntilDeleted(t *testing.T) {
 	d := startLawnd(t)
 	c := dial(t, d)
-	got, err := c.Start(context.Background(), lawn.TimerSpec{Namespace: "go-api", ID: "every", TTL: time.Hour,
-		Interval: time.Hour})
-	if err != nil || got.Interval != time.Hour {
+	ctx := context.Background()
+	sub, err := c.Subscribe(ctx, "go-every", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	got, err := c.Start(ctx, lawn.TimerSpec{Namespace: "go-every", ID: "tick", TTL: 100 * time.Millisecond,
+		Interval: 200 * time.Millisecond})
+	if err != nil || got.Interval != 200*time.Millisecond {
 		t.Fatalf("recurring start = %+v, %v", got, err)
+	}
+	fired := take(t, sub, 3)
+	for i, exp := range fired {
+		exp.Ack()
+		want := got.Deadline.Add(time.Duration(i) * 200 * time.Millisecond)
+		if !exp.Timer.Deadline.Equal(want) || exp.FiredAt.Before(want) {
+			t.Fatalf("firing %d: deadline %v fired %v, want deadline %v", i, exp.Timer.Deadline, exp.FiredAt, want)
+		}
+	}
+	if _, err := c.Delete(ctx, "go-every", "tick"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -153,9 +171,11 @@ func TestStartManyOfMoreThanOneCall(t *testing.T) {
 	d := startLawnd(t)
 	c := dial(t, d)
 	ctx := context.Background()
+	// More items than one call takes, and more bytes (5 MiB of payloads) than lawnd's 4 MiB message limit.
 	specs := make([]lawn.TimerSpec, lawn.MaxBatch+5)
+	payload := make([]byte, 500)
 	for i := range specs {
-		specs[i] = lawn.TimerSpec{Namespace: "go-many", ID: fmt.Sprintf("t%05d", i), TTL: time.Hour}
+		specs[i] = lawn.TimerSpec{Namespace: "go-many", ID: fmt.Sprintf("t%05d", i), TTL: time.Hour, Payload: payload}
 	}
 	results, err := c.StartMany(ctx, specs, nil)
 	if err != nil || len(results) != len(specs) {
@@ -227,17 +247,57 @@ func TestStatsCountsNamespaces(t *testing.T) {
 	}
 }
 
-func TestAnUnreachableLawndIsUnavailableAndTheTimeoutApplies(t *testing.T) {
+func TestAStoppedLawndIsUnavailable(t *testing.T) {
 	d := startLawnd(t)
 	addr := d.address()
 	d.stop()
-	c, err := lawn.Dial(addr, lawn.WithTimeout(2*time.Second))
+	c, err := lawn.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Get(context.Background(), "go", "x"); !errors.Is(err, lawn.ErrUnavailable) {
+		t.Fatalf("Get against a stopped lawnd: %v", err)
+	}
+}
+
+func TestTheDefaultTimeoutEndsACallThatGetsNoAnswer(t *testing.T) {
+	// A listener that accepts and never speaks: the call waits for the connection until the timeout.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	c, err := lawn.Dial(l.Addr().String(), lawn.WithTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	_, err = c.Get(context.Background(), "go", "x")
-	if !errors.Is(err, lawn.ErrUnavailable) && !errors.Is(err, lawn.ErrDeadlineExceeded) {
-		t.Fatalf("Get against a stopped lawnd: %v", err)
+	if !errors.Is(err, lawn.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get with no answer: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Get(ctx, "go", "x"); !errors.Is(err, context.Canceled) || !errors.Is(err, lawn.ErrCanceled) {
+		t.Fatalf("Get with a cancelled context: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil { // Twice is fine.
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(context.Background(), "go", nil); !errors.Is(err, lawn.ErrCanceled) {
+		t.Fatalf("Subscribe on a closed client: %v", err)
 	}
 }

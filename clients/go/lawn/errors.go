@@ -23,8 +23,16 @@ func (e *Error) Error() string {
 	return "lawn: " + e.Code.String() + ": " + e.Message
 }
 
-// Is reports whether target is the sentinel of e's code (a sentinel is an *Error without a message).
+// Is reports whether target is the sentinel of e's code (a sentinel is an *Error without a message), or
+// the context error of a call that its context ended: context.Canceled for Canceled, context.
+// DeadlineExceeded for DeadlineExceeded.
 func (e *Error) Is(target error) bool {
+	switch target {
+	case context.Canceled:
+		return e.Code == codes.Canceled
+	case context.DeadlineExceeded:
+		return e.Code == codes.DeadlineExceeded
+	}
 	t, ok := target.(*Error)
 	return ok && t.Message == "" && t.Code == e.Code
 }

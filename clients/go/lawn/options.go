@@ -64,6 +64,9 @@ func WithTimeout(d time.Duration) Option {
 // a page of 1000 timers with large payloads).
 func WithMaxMessageBytes(n int) Option {
 	return func(o *options) error {
+		if n <= 0 {
+			return invalid("max message bytes %d: give a positive size", n)
+		}
 		o.maxMessage = n
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 
 	pb "lawn.dev/proto/lawn/v1"
 )
@@ -63,11 +62,13 @@ type Subscription struct {
 	grace     time.Duration
 	ackBatch  int
 
-	ctx    context.Context // Cancelled by Close (after its grace) or by the caller's context.
-	cancel context.CancelFunc
-	out    chan *Expiration
-	done   chan struct{} // Closed when Close is called: stop delivering, half-close.
-	ended  chan struct{} // Closed when run returns.
+	// The streams' context: not the caller's, so that a cancelled caller context still lets the waiting
+	// acks out (it closes the subscription as Close does); cancelled after the grace or when run ends.
+	base       context.Context
+	cancelBase context.CancelFunc
+	out        chan *Expiration
+	done       chan struct{} // Closed when closing starts: stop delivering, half-close.
+	ended      chan struct{} // Closed when run returns.
 
 	mu         sync.Mutex
 	closed     bool
@@ -76,9 +77,15 @@ type Subscription struct {
 	reconnects int
 }
 
-// Subscribe opens a subscription to namespace's expirations. ctx bounds its life: when ctx ends, so does
-// the subscription (Err is then ctx's error). Close it when done.
+// Subscribe opens a subscription to namespace's expirations. ctx bounds its life: when ctx ends, the
+// subscription closes as Close does (waiting acks are sent) and Err is ctx's error. Close it when done.
+// The error is ErrCanceled if the client is closed; anything lawnd refuses (a bad namespace, a missing
+// permission) ends the subscription instead, with Err saying why. It may wait while the connection is
+// being made.
 func (c *Client) Subscribe(ctx context.Context, namespace string, o *SubscribeOptions) (*Subscription, error) {
+	if c.isClosed() {
+		return nil, &Error{Code: codes.Canceled, Message: "the client was closed"}
+	}
 	if o == nil {
 		o = &SubscribeOptions{}
 	}
@@ -111,9 +118,16 @@ func (c *Client) Subscribe(ctx context.Context, namespace string, o *SubscribeOp
 	if s.ackBatch < 1 {
 		s.ackBatch = 1
 	}
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	first, err := s.openStream()
 	go s.run(first, err)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.closeWith(ctx.Err())
+		case <-s.ended:
+		}
+	}()
 	return s, nil
 }
 
@@ -121,14 +135,15 @@ func (c *Client) Subscribe(ctx context.Context, namespace string, o *SubscribeOp
 func (s *Subscription) Expirations() <-chan *Expiration { return s.out }
 
 // Err is why the subscription ended: nil after Close (or a stream that lawnd ended with NoReconnect),
-// the context's error, or the error that no retry could fix. Meaningful once the channel is closed.
+// the context's error (context.Canceled or context.DeadlineExceeded), ErrCanceled after Client.Close, or
+// the error that no retry could fix. Meaningful once the channel is closed.
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
-// Reconnects is the number of streams opened after the first.
+// Reconnects is the number of times a new stream was attempted after the first.
 func (s *Subscription) Reconnects() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,41 +152,50 @@ func (s *Subscription) Reconnects() int {
 
 // Close sends the acks that wait, half-closes, and lets lawnd end the stream (cancelling it after
 // CloseGrace); expirations received and not yet taken from the channel are dropped unacked, for lawnd to
-// deliver again. It returns when the channel is closed. Safe to call more than once, from any goroutine.
+// deliver again, and an ack made after Close is ignored (from Handle's function, return ErrStopHandling
+// instead). It returns when the channel is closed. Safe to call more than once, from any goroutine.
 func (s *Subscription) Close() error {
+	s.closeWith(nil)
+	return nil
+}
+
+// closeWith starts closing (once; err becomes Err) and waits for run to end, cancelling the stream after
+// the grace.
+func (s *Subscription) closeWith(err error) {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
+		s.err = err
 		close(s.done)
 		if s.current != nil {
 			s.current.end()
 		}
 	}
 	s.mu.Unlock()
+	grace := time.NewTimer(s.grace)
+	defer grace.Stop()
 	select {
 	case <-s.ended:
-	case <-time.After(s.grace):
-		s.cancel()
+	case <-grace.C:
+		s.cancelBase()
 		<-s.ended
 	}
-	s.cancel()
-	return nil
 }
 
-// StopHandling, returned by Handle's function, acks that expiration and makes Handle return nil; the
+// ErrStopHandling, returned by Handle's function, acks that expiration and makes Handle return nil; the
 // subscription stays open until Close, which sends the ack.
-var StopHandling = errors.New("lawn: stop handling")
+var ErrStopHandling = errors.New("lawn: stop handling")
 
-// Handle calls fn for each expiration until the subscription ends or fn returns StopHandling, acking those
-// for which fn returns nil or StopHandling (the others are delivered again after lawnd's ack_timeout). It
-// returns Err, or nil after StopHandling. Close the subscription afterwards, as always.
+// Handle calls fn for each expiration until the subscription ends or fn returns ErrStopHandling, acking
+// those for which fn returns nil or ErrStopHandling (the others are delivered again after lawnd's
+// ack_timeout). It returns Err, or nil after ErrStopHandling. Close the subscription afterwards, as always.
 func (s *Subscription) Handle(fn func(*Expiration) error) error {
 	for exp := range s.out {
 		err := fn(exp)
-		if err == nil || errors.Is(err, StopHandling) {
+		if err == nil || errors.Is(err, ErrStopHandling) {
 			exp.Ack()
 		}
-		if errors.Is(err, StopHandling) {
+		if errors.Is(err, ErrStopHandling) {
 			return nil
 		}
 	}
@@ -193,10 +217,13 @@ type stream struct {
 }
 
 func (s *Subscription) openStream() (*stream, error) {
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(s.base)
 	call, err := s.client.stub.Subscribe(ctx)
 	if err == nil {
-		err = call.Send(s.open)
+		// io.EOF: lawnd already ended the stream; its Recv (in serve) tells why.
+		if err = call.Send(s.open); err == io.EOF {
+			err = nil
+		}
 	}
 	if err != nil {
 		cancel()
@@ -216,11 +243,12 @@ func (s *Subscription) openStream() (*stream, error) {
 	return st, nil
 }
 
-// run serves one stream after the other until the subscription is closed, its context ends, or a stream
-// ends in an error that a retry cannot fix.
+// run serves one stream after the other until the subscription is closed (by Close or the caller's
+// context), the client is closed, or a stream ends in an error that a retry cannot fix.
 func (s *Subscription) run(st *stream, err error) {
 	defer close(s.ended)
 	defer close(s.out)
+	defer s.cancelBase()
 	for {
 		if err == nil {
 			err = s.serve(st)
@@ -228,11 +256,7 @@ func (s *Subscription) run(st *stream, err error) {
 		if s.isClosed() {
 			return
 		}
-		if s.ctx.Err() != nil {
-			s.finish(s.ctx.Err())
-			return
-		}
-		if s.client.conn.GetState() == connectivity.Shutdown {
+		if s.client.isClosed() {
 			s.finish(&Error{Code: codes.Canceled, Message: "the client was closed"})
 			return
 		}
@@ -250,9 +274,9 @@ func (s *Subscription) run(st *stream, err error) {
 		case <-s.done:
 			wait.Stop()
 			return
-		case <-s.ctx.Done():
+		case <-s.client.closed:
 			wait.Stop()
-			s.finish(s.ctx.Err())
+			s.finish(&Error{Code: codes.Canceled, Message: "the client was closed"})
 			return
 		}
 		s.mu.Lock()
@@ -262,10 +286,15 @@ func (s *Subscription) run(st *stream, err error) {
 	}
 }
 
+// finish records why the subscription ends, unless closing already did.
 func (s *Subscription) finish(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if err != nil {
 		err = fromRPC(err)
 	}
 	s.err = err
@@ -316,11 +345,13 @@ func (s *Subscription) serve(st *stream) error {
 		}
 		for _, x := range batch {
 			select {
+			case <-s.done:
+				continue // Closing: what is left goes unacked; keep reading until lawnd ends the stream.
+			default:
+			}
+			select {
 			case s.out <- expirationFrom(x, st.acks):
 			case <-s.done:
-				// Closing: what is left goes unacked; keep reading until lawnd ends the stream.
-			case <-s.ctx.Done():
-				return s.ctx.Err()
 			}
 		}
 	}

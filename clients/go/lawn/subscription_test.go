@@ -160,7 +160,7 @@ func TestHandleAcksWhatItsFunctionHandled(t *testing.T) {
 				return errors.New("not this time")
 			}
 			if len(attempts["ok"]) == 1 && len(attempts["fails-once"]) == 2 {
-				return lawn.StopHandling // Acked too.
+				return lawn.ErrStopHandling // Acked too.
 			}
 			return nil
 		})
@@ -272,6 +272,59 @@ func TestCancellingTheContextOrClosingTheClientEndsTheSubscription(t *testing.T)
 	}
 	if !errors.Is(sub.Err(), lawn.ErrCanceled) {
 		t.Fatalf("Err after the client closed: %v", sub.Err())
+	}
+}
+
+func TestCancellingTheContextSendsTheAcksMadeBeforeIt(t *testing.T) {
+	d := startLawnd(t)
+	c := dial(t, d)
+	const ns = "go-sub-cancel-acks"
+	ctx, cancel := context.WithCancel(context.Background())
+	sub, err := c.Subscribe(ctx, ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startDue(t, c, ns, "a", "b")
+	for _, exp := range take(t, sub, 2) {
+		exp.Ack()
+	}
+	cancel() // At once: the acks may still be waiting to go out, and must not be lost.
+	for range sub.Expirations() {
+	}
+	if !errors.Is(sub.Err(), context.Canceled) {
+		t.Fatalf("Err: %v", sub.Err())
+	}
+	waitFor(t, "the acks made before the cancel", func() bool { return namespaceStats(t, c, ns).Outbox == 0 })
+	sub.Close() // After the end, and twice: harmless.
+	sub.Close()
+}
+
+func TestWithNoReconnectALawndStopEndsTheSubscription(t *testing.T) {
+	d := startLawnd(t)
+	c := dial(t, d)
+	sub, err := c.Subscribe(context.Background(), "go-sub-once", &lawn.SubscribeOptions{NoReconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	waitFor(t, "the stream", func() bool { return namespaceStats(t, c, "go-sub-once").Subscribers == 1 })
+	d.stop()
+	ended := make(chan struct{})
+	go func() {
+		for range sub.Expirations() {
+		}
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(waitTimeout):
+		t.Fatal("the subscription outlived its stream")
+	}
+	if sub.Reconnects() != 0 {
+		t.Fatalf("%d reconnects with NoReconnect", sub.Reconnects())
+	}
+	if err := sub.Err(); err != nil && !errors.Is(err, lawn.ErrUnavailable) {
+		t.Fatalf("Err: %v (lawnd drained: nil or ErrUnavailable)", err)
 	}
 }
 

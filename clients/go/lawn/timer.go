@@ -98,8 +98,9 @@ type Expiration struct {
 }
 
 // Ack tells lawnd this expiration is handled, so it is not delivered again. Acks are batched (see
-// Subscription); an ack after the stream that delivered the expiration broke is ignored, and lawnd delivers
-// the expiration again. Acking twice, or in observe mode, does nothing.
+// Subscription); an ack after the stream that delivered the expiration broke, or after Close, is ignored,
+// and lawnd delivers the expiration again. Acking twice is harmless (lawnd ignores the repeat); in observe
+// mode Ack does nothing.
 func (e *Expiration) Ack() {
 	if e.ack != nil {
 		e.ack.add(e.DeliveryID)

@@ -87,6 +87,25 @@ def stats_from(s: "pb.GetStatsResponse") -> Stats:
                     for n in s.namespaces})
 
 
+def start_batches(specs: List[TimerSpec], batch_size: int, batch_bytes: int, return_timers: bool):
+    """Yields (specs, StartTimersRequest) of at most batch_size items and about batch_bytes bytes each (a
+    single larger item goes alone), so that no call passes lawnd's max_message_bytes (4 MiB by default)."""
+    batch: List[TimerSpec] = []
+    items = []
+    size = 0
+    for spec in specs:
+        item = start_request(spec)
+        item_size = item.ByteSize() + 4  # + the field's tag and length in the batch
+        if batch and (len(batch) == batch_size or size + item_size > batch_bytes):
+            yield batch, pb.StartTimersRequest(timers=items, return_timers=return_timers)
+            batch, items, size = [], [], 0
+        batch.append(spec)
+        items.append(item)
+        size += item_size
+    if batch:
+        yield batch, pb.StartTimersRequest(timers=items, return_timers=return_timers)
+
+
 def start_results(batch: List[TimerSpec], response: "pb.StartTimersResponse") -> List[StartResult]:
     """Pairs a StartTimers response with the specs of its request, in order."""
     if len(response.results) != len(batch):

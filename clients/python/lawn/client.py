@@ -29,6 +29,8 @@ from lawn.types import Seconds, StartResult, Stats, Timer, TimerId, TimerSpec
 DEFAULT_ADDRESS = "127.0.0.1:7070"
 # lawnd takes at most this many timers per StartTimers call.
 MAX_BATCH = 10_000
+# Bytes of items per StartTimers call: well below lawnd's max_message_bytes (4 MiB by default).
+MAX_BATCH_BYTES = 1 << 20
 
 
 class Client:
@@ -73,8 +75,10 @@ class Client:
         return _convert.timer_from(self._call(self._stub.StartTimer, _convert.start_request(spec)).timer)
 
     def start_many(self, specs: Iterable[TimerSpec], *, return_timers: bool = False,
-                   raise_errors: bool = False, batch_size: int = MAX_BATCH) -> List[StartResult]:
-        """Starts many timers, one StartTimers call per `batch_size` of them; each succeeds or fails alone.
+                   raise_errors: bool = False, batch_size: int = MAX_BATCH,
+                   batch_bytes: int = MAX_BATCH_BYTES) -> List[StartResult]:
+        """Starts many timers in StartTimers calls of up to `batch_size` of them and about `batch_bytes`
+        bytes (a single larger item goes alone); each succeeds or fails alone.
 
         Returns a StartResult per spec, in order: read `.error` as a value, or call `.result()` to raise it.
         raise_errors=True instead raises the first failed item's LawnError (after every batch was sent),
@@ -82,15 +86,11 @@ class Client:
         (`.timer`); by default lawnd sends codes only. A failure of a whole call (Unavailable, ...) raises.
         """
         specs = list(specs)
-        if not 1 <= batch_size <= MAX_BATCH:
-            raise ValueError(f"batch_size must be 1..{MAX_BATCH}")
+        if not 1 <= batch_size <= MAX_BATCH or batch_bytes < 1:
+            raise ValueError(f"batch_size must be 1..{MAX_BATCH} and batch_bytes positive")
         results: List[StartResult] = []
-        for first in range(0, len(specs), batch_size):
-            batch = specs[first:first + batch_size]
-            request = pb.StartTimersRequest(timers=[_convert.start_request(s) for s in batch],
-                                            return_timers=return_timers)
-            response = self._call(self._stub.StartTimers, request)
-            results += _convert.start_results(batch, response)
+        for batch, request in _convert.start_batches(specs, batch_size, batch_bytes, return_timers):
+            results += _convert.start_results(batch, self._call(self._stub.StartTimers, request))
         return _convert.raise_first_error(results) if raise_errors else results
 
     def delete(self, namespace: str, id: TimerId) -> Timer:

@@ -79,6 +79,13 @@ class ClientTest(LawndTestCase):
         self.assertEqual([t.id for t in self.client.list("py-list", page_size=10)], ids)
         self.assertEqual(list(self.client.list("py-list-empty")), [])
 
+    def test_start_many_splits_calls_by_count_and_by_bytes(self):
+        # 10,005 items of 500-byte payloads: more than one call's 10,000 items and than lawnd's 4 MiB message.
+        specs = [lawn.TimerSpec("py-many", "m-%05d" % i, ttl=600, payload=b"x" * 500) for i in range(10_005)]
+        results = self.client.start_many(specs)
+        self.assertTrue(all(r.ok for r in results), next((r.error for r in results if not r.ok), None))
+        self.assertEqual(self.client.stats().namespaces["py-many"].pending_timers, 10_005)
+
     def test_start_many_returns_a_result_per_item_with_bad_items_as_values(self):
         specs = [lawn.TimerSpec("py-batch", "ok-1", ttl=60), lawn.TimerSpec("py-batch", "", ttl=60),
                  lawn.TimerSpec("py-batch", "ok-2", ttl=60, payload=b"p"), lawn.TimerSpec("py-batch", "ok-1", ttl=60)]

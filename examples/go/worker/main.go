@@ -61,7 +61,7 @@ func main() {
 		fmt.Printf("handled %s (%s), %v after its deadline\n", exp.Timer.ID, exp.Timer.Payload,
 			exp.FiredAt.Sub(exp.Timer.Deadline).Round(time.Millisecond))
 		if done[exp.Timer.ID] = true; done["job-1"] && done["job-2"] {
-			return lawn.StopHandling // Acks this one too.
+			return lawn.ErrStopHandling // Acks this one too.
 		}
 		return nil
 	})

@@ -17,7 +17,7 @@ from lawn._stubs import timer_pb2 as pb
 from lawn._stubs import timer_pb2_grpc as pb_grpc
 from lawn.aio.subscription import Subscription
 from lawn.backoff import Backoff
-from lawn.client import DEFAULT_ADDRESS, MAX_BATCH
+from lawn.client import DEFAULT_ADDRESS, MAX_BATCH, MAX_BATCH_BYTES
 from lawn.connection import TLS, call_metadata, channel_options, check_token, resolve_tls
 from lawn.errors import from_rpc_error
 from lawn.types import Seconds, StartResult, Stats, Timer, TimerId, TimerSpec
@@ -56,16 +56,14 @@ class Client:
         return _convert.timer_from(response.timer)
 
     async def start_many(self, specs: Iterable[TimerSpec], *, return_timers: bool = False,
-                         raise_errors: bool = False, batch_size: int = MAX_BATCH) -> List[StartResult]:
-        """See lawn.Client.start_many: one StartTimers call per batch_size specs."""
+                         raise_errors: bool = False, batch_size: int = MAX_BATCH,
+                         batch_bytes: int = MAX_BATCH_BYTES) -> List[StartResult]:
+        """See lawn.Client.start_many: calls of up to batch_size specs and about batch_bytes bytes."""
         specs = list(specs)
-        if not 1 <= batch_size <= MAX_BATCH:
-            raise ValueError(f"batch_size must be 1..{MAX_BATCH}")
+        if not 1 <= batch_size <= MAX_BATCH or batch_bytes < 1:
+            raise ValueError(f"batch_size must be 1..{MAX_BATCH} and batch_bytes positive")
         results: List[StartResult] = []
-        for first in range(0, len(specs), batch_size):
-            batch = specs[first:first + batch_size]
-            request = pb.StartTimersRequest(timers=[_convert.start_request(s) for s in batch],
-                                            return_timers=return_timers)
+        for batch, request in _convert.start_batches(specs, batch_size, batch_bytes, return_timers):
             results += _convert.start_results(batch, await self._call(self._stub.StartTimers, request))
         return _convert.raise_first_error(results) if raise_errors else results
 
