@@ -204,3 +204,19 @@ func namespaceStats(t *testing.T, c *lawn.Client, ns string) lawn.NamespaceStats
 	}
 	return s.Namespaces[ns]
 }
+
+// waitEnded drains sub until its channel closes, failing the test if that takes longer than waitTimeout.
+func waitEnded(t *testing.T, sub *lawn.Subscription, what string) {
+	t.Helper()
+	ended := make(chan struct{})
+	go func() {
+		for range sub.Expirations() {
+		}
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(waitTimeout):
+		t.Fatalf("%s: the subscription did not end within %v", what, waitTimeout)
+	}
+}

@@ -111,8 +111,7 @@ func TestTLSAndTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for range sub.Expirations() {
-			}
+			waitEnded(t, sub, "subscribe without a valid token")
 			if !errors.Is(sub.Err(), lawn.ErrUnauthenticated) {
 				t.Fatalf("subscribe: %v", sub.Err())
 			}
@@ -128,8 +127,7 @@ func TestTLSAndTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range sub.Expirations() {
-		}
+		waitEnded(t, sub, "subscribe without the permission")
 		if !errors.Is(sub.Err(), lawn.ErrPermissionDenied) {
 			t.Fatalf("subscribe: %v", sub.Err())
 		}

@@ -243,8 +243,7 @@ func TestCancellingTheContextOrClosingTheClientEndsTheSubscription(t *testing.T)
 		t.Fatal(err)
 	}
 	cancel()
-	for range sub.Expirations() {
-	}
+	waitEnded(t, sub, "cancel")
 	if !errors.Is(sub.Err(), context.Canceled) {
 		t.Fatalf("Err after cancel: %v", sub.Err())
 	}
@@ -259,17 +258,7 @@ func TestCancellingTheContextOrClosingTheClientEndsTheSubscription(t *testing.T)
 	}
 	waitFor(t, "the stream", func() bool { return namespaceStats(t, c, "go-sub-ctx").Subscribers == 1 })
 	other.Close()
-	ended := make(chan struct{})
-	go func() {
-		for range sub.Expirations() {
-		}
-		close(ended)
-	}()
-	select {
-	case <-ended:
-	case <-time.After(waitTimeout):
-		t.Fatal("closing the client did not end its subscription")
-	}
+	waitEnded(t, sub, "Client.Close")
 	if !errors.Is(sub.Err(), lawn.ErrCanceled) {
 		t.Fatalf("Err after the client closed: %v", sub.Err())
 	}
@@ -289,8 +278,7 @@ func TestCancellingTheContextSendsTheAcksMadeBeforeIt(t *testing.T) {
 		exp.Ack()
 	}
 	cancel() // At once: the acks may still be waiting to go out, and must not be lost.
-	for range sub.Expirations() {
-	}
+	waitEnded(t, sub, "cancel")
 	if !errors.Is(sub.Err(), context.Canceled) {
 		t.Fatalf("Err: %v", sub.Err())
 	}
@@ -309,17 +297,7 @@ func TestWithNoReconnectALawndStopEndsTheSubscription(t *testing.T) {
 	defer sub.Close()
 	waitFor(t, "the stream", func() bool { return namespaceStats(t, c, "go-sub-once").Subscribers == 1 })
 	d.stop()
-	ended := make(chan struct{})
-	go func() {
-		for range sub.Expirations() {
-		}
-		close(ended)
-	}()
-	select {
-	case <-ended:
-	case <-time.After(waitTimeout):
-		t.Fatal("the subscription outlived its stream")
-	}
+	waitEnded(t, sub, "a stop with NoReconnect")
 	if sub.Reconnects() != 0 {
 		t.Fatalf("%d reconnects with NoReconnect", sub.Reconnects())
 	}
