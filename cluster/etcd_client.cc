@@ -1,6 +1,7 @@
 // EtcdClient (cluster/etcd_client.h): etcd's KV and Lease services, one synchronous call each.
 #include "cluster/etcd_client.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 
 #include <utility>
@@ -51,11 +52,29 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdClient
     }
   }
   // One endpoint: a plain target (DNS names resolve as usual). Several: gRPC's ipv4: list with pick_first,
-  // which moves to the next address when one fails (for IP endpoints; a name list would need a resolver).
-  std::string target = options.endpoints.size() == 1
-                           ? options.endpoints[0]
-                           : absl::StrCat("ipv4:", absl::StrJoin(options.endpoints, ","));
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  // which moves to the next address when one fails; that takes IP literals only (a list of names would
+  // need a resolver of its own), so such a list is refused rather than made into a channel that never works.
+  std::string target = options.endpoints[0];
+  if (options.endpoints.size() > 1) {
+    for (const std::string& e : options.endpoints) {
+      in_addr addr{};
+      if (inet_pton(AF_INET, e.substr(0, e.rfind(':')).c_str(), &addr) != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "etcd endpoint '", e, "': several endpoints must be IPv4 ip:port; give one name (a DNS name "
+            "that resolves to every member, such as a headless Service) instead of a list of names"));
+      }
+    }
+    target = absl::StrCat("ipv4:", absl::StrJoin(options.endpoints, ","));
+  }
+  grpc::ChannelArguments args;
+  // Keepalive pings find a member that stopped answering without closing the connection, so pick_first
+  // moves on; etcd's default enforcement allows pings every 5 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // A range over every owner key of a large cluster passes gRPC's default 4 MiB.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(channel), options.call_timeout));
 }
 

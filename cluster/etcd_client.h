@@ -31,14 +31,16 @@ struct EtcdKeyValue {
 };
 
 struct EtcdClientOptions {
-  // host:port of etcd members; the client connects to the first that answers and fails over to the others.
+  // host:port of etcd: one (a name may resolve to several members), or several IPv4 ip:port, of which
+  // the client uses the first that answers and fails over to the others.
   std::vector<std::string> endpoints;
   std::chrono::milliseconds call_timeout{2000};
 };
 
 class EtcdClient {
  public:
-  // INVALID_ARGUMENT for no endpoints or one that is not host:port. Does not wait for etcd.
+  // INVALID_ARGUMENT for no endpoints, one that is not host:port, or several that are not all IPv4.
+  // Does not wait for etcd.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(const EtcdClientOptions& options);
 
   EtcdClient(const EtcdClient&) = delete;

@@ -1,15 +1,31 @@
 // LeaseKeeper (cluster/lease_keeper.h): renewal thread and fencing clock.
 #include "cluster/lease_keeper.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 
 namespace lawn {
 
-using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+BootClock::time_point BootClock::now() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
+
+namespace {
+
+milliseconds RenewEvery(const LeaseKeeperOptions& options, std::chrono::seconds ttl) {
+  if (options.renew_every.count() > 0) return options.renew_every;
+  return std::max<milliseconds>(std::chrono::duration_cast<milliseconds>(ttl) / 3, milliseconds(100));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Start(EtcdClient& etcd, const LeaseKeeperOptions& options) {
   if (options.margin >= options.ttl || options.margin.count() < 0) {
@@ -17,7 +33,12 @@ absl::StatusOr<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Start(EtcdClient& etcd
                                                    " ms) must be at least 0 and below the TTL (",
                                                    options.ttl.count(), " s)"));
   }
-  const Clock::time_point sent = Clock::now();
+  if (RenewEvery(options, options.ttl) >= options.ttl - options.margin) {
+    return absl::InvalidArgumentError(absl::StrCat("lease renewals every ", RenewEvery(options, options.ttl).count(),
+                                                   " ms would let the fence close between them: renew more often than"
+                                                   " the TTL minus the margin"));
+  }
+  const BootClock::time_point sent = BootClock::now();
   absl::StatusOr<int64_t> lease = etcd.GrantLease(options.ttl);
   if (!lease.ok()) return lease.status();
   // etcd grants at least the TTL asked for; count from the send, as for every renewal.
@@ -25,7 +46,7 @@ absl::StatusOr<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Start(EtcdClient& etcd
 }
 
 LeaseKeeper::LeaseKeeper(EtcdClient& etcd, const LeaseKeeperOptions& options, int64_t lease, std::chrono::seconds ttl,
-                         Clock::time_point valid_until)
+                         BootClock::time_point valid_until)
     : etcd_(etcd), options_(options), lease_(lease), ttl_(ttl), valid_until_(valid_until) {
   thread_ = std::thread([this] { Run(); });
 }
@@ -33,46 +54,54 @@ LeaseKeeper::LeaseKeeper(EtcdClient& etcd, const LeaseKeeperOptions& options, in
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
 void LeaseKeeper::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
+  std::call_once(stop_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(sleep_mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  });
 }
 
 absl::Status LeaseKeeper::Revoke() {
   Stop();
   {
     absl::MutexLock lock(&mu_);
-    valid_until_ = Clock::time_point::min();
+    valid_until_ = BootClock::time_point::min();
   }
   return etcd_.RevokeLease(lease_);
 }
 
+bool LeaseKeeper::SleepUntil(std::chrono::steady_clock::time_point until) {
+  std::unique_lock<std::mutex> lock(sleep_mu_);
+  // libstdc++ waits on the steady clock itself (pthread_cond_clockwait), so a wall-clock step changes nothing.
+  wake_.wait_until(lock, until, [this] { return stopping_; });
+  return !stopping_;
+}
+
 void LeaseKeeper::Run() {
+  using Steady = std::chrono::steady_clock;
+  Steady::time_point next = Steady::now() + RenewEvery(options_, options_.ttl);
   for (;;) {
-    std::chrono::milliseconds every = options_.renew_every;
-    {
-      absl::MutexLock lock(&mu_);
-      if (every.count() == 0) every = std::max<std::chrono::milliseconds>(ttl_ / 3, std::chrono::milliseconds(100));
-      // Sleeps until the next renewal is due or Stop is called.
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(every));
-      if (stopping_ || lost_) return;
-    }
-    const Clock::time_point sent = Clock::now();
+    if (!SleepUntil(next)) return;
+    const Steady::time_point attempt = Steady::now();
+    const BootClock::time_point sent = BootClock::now();
     absl::StatusOr<std::chrono::seconds> granted = etcd_.KeepAliveOnce(lease_);
     absl::MutexLock lock(&mu_);
+    const milliseconds every = RenewEvery(options_, ttl_);
     if (granted.ok()) {
       ++renewals_;
       ttl_ = *granted;
       valid_until_ = std::max(valid_until_, sent + *granted);
+      next = attempt + every;  // A fixed rate from each send, whatever the call took.
     } else if (absl::IsNotFound(granted.status())) {
       lost_ = true;  // Gone at etcd: nothing to renew any more.
-      valid_until_ = Clock::time_point::min();
+      valid_until_ = BootClock::time_point::min();
       return;
     } else {
-      ++failures_;  // etcd unreachable or slow: try again; Fresh() runs out by itself meanwhile.
+      ++failures_;  // etcd unreachable or slow: try again soon; Fresh() runs out by itself meanwhile.
+      next = std::max(Steady::now(), attempt + std::max(every / 4, milliseconds(100)));
     }
   }
 }
@@ -82,12 +111,12 @@ std::chrono::seconds LeaseKeeper::ttl() const {
   return ttl_;
 }
 
-bool LeaseKeeper::Fresh() const { return FreshFor() > Clock::duration::zero(); }
+bool LeaseKeeper::Fresh() const { return FreshFor() > BootClock::duration::zero(); }
 
-Clock::duration LeaseKeeper::FreshFor() const {
+BootClock::duration LeaseKeeper::FreshFor() const {
   absl::MutexLock lock(&mu_);
-  if (lost_ || valid_until_ == Clock::time_point::min()) return Clock::duration::min();
-  return (valid_until_ - options_.margin) - Clock::now();
+  if (lost_ || valid_until_ == BootClock::time_point::min()) return BootClock::duration::min();
+  return (valid_until_ - options_.margin) - BootClock::now();
 }
 
 bool LeaseKeeper::lost() const {

@@ -104,6 +104,11 @@ TEST(EtcdClientTest, KeysUnderARevokedLeaseGoAndItCannotBeRenewed) {
 TEST(EtcdClientTest, BadEndpointsAreRefusedAndAnAbsentEtcdIsUnavailable) {
   EXPECT_TRUE(absl::IsInvalidArgument(EtcdClient::Connect({}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(EtcdClient::Connect({.endpoints = {"no-port"}}).status()));
+  // A list must be IPv4 (gRPC's ipv4: target); one name is fine.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      EtcdClient::Connect({.endpoints = {"etcd-0.etcd:2379", "etcd-1.etcd:2379"}}).status()));
+  EXPECT_TRUE(EtcdClient::Connect({.endpoints = {"etcd.lawn.svc:2379"}}).ok());
+  EXPECT_TRUE(EtcdClient::Connect({.endpoints = {"127.0.0.1:2379", "127.0.0.2:2379"}}).ok());
   testing::RefusingPort refusing;
   auto client = EtcdClient::Connect(
       {.endpoints = {refusing.address()}, .call_timeout = std::chrono::milliseconds(500)});

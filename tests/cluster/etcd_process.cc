@@ -22,7 +22,9 @@ EtcdProcess::EtcdProcess(std::chrono::milliseconds timeout) : log_path_(dir_.pat
       "--listen-client-urls", any, "--advertise-client-urls", any,
       "--listen-peer-urls", any, "--initial-advertise-peer-urls", any, "--initial-cluster", "test=" + any,
       // Short elections: a single member elects itself at once, and lease TTLs may be as short as 1-2 s.
-      "--heartbeat-interval", "50", "--election-timeout", "500"};
+      "--heartbeat-interval", "50", "--election-timeout", "500",
+      // Tests need etcd's answers, not its durability: no fsync, so a loaded disk does not slow its calls.
+      "--unsafe-no-fsync"};
   pid_ = fork();
   if (pid_ == 0) {
     const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
