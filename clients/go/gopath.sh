@@ -21,7 +21,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$1"
 dir=$(cd "$1" && pwd)
-export GO111MODULE=off GOFLAGS= GOPATH="$dir:/usr/share/gocode" GOCACHE="${GOCACHE:-$dir/cache}"
+# Go's build cache: the user's (shared by every build dir, so gRPC is compiled once per machine, not once per
+# build dir and sanitizer step), or one in DIR when there is no home to keep it in.
+if [ -z "${GOCACHE:-}" ]; then
+  if [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
+    GOCACHE=${XDG_CACHE_HOME:-$HOME/.cache}/go-build
+  else
+    GOCACHE=$dir/cache
+  fi
+fi
+export GO111MODULE=off GOFLAGS= GOPATH="$dir:/usr/share/gocode" GOCACHE
 
 mkdir -p "$dir/src/lawn.dev" "$dir/bin"
 # One maker at a time per GOPATH (a build and a test may run this at once).
