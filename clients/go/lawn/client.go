@@ -128,19 +128,20 @@ func (c *Client) StartMany(ctx context.Context, specs []TimerSpec, o *StartManyO
 	}
 	results := make([]StartResult, len(specs))
 	// Items the client refuses itself get their error here and are not sent.
-	var batch []int
+	var batch []int                   // results index of each item in the call being filled
+	var items []*pb.StartTimerRequest // its requests, built once
 	batchBytes := 0
 	var failed error
 	flush := func() {
 		if len(batch) > 0 && failed == nil {
-			failed = c.startBatch(ctx, specs, batch, results, o.ReturnTimers)
+			failed = c.startBatch(ctx, items, batch, results, o.ReturnTimers)
 		}
 		if failed != nil {
 			for _, i := range batch {
 				results[i] = StartResult{Err: failed}
 			}
 		}
-		batch, batchBytes = batch[:0], 0
+		batch, items, batchBytes = batch[:0], nil, 0
 	}
 	for i := range specs {
 		item, err := specs[i].request()
@@ -153,19 +154,16 @@ func (c *Client) StartMany(ctx context.Context, specs []TimerSpec, o *StartManyO
 			flush()
 		}
 		batch = append(batch, i)
+		items = append(items, item)
 		batchBytes += size
 	}
 	flush()
 	return results, failed
 }
 
-// startBatch sends one StartTimers call for specs[i], i in items, and fills their results.
-func (c *Client) startBatch(ctx context.Context, specs []TimerSpec, items []int, results []StartResult, returnTimers bool) error {
-	req := &pb.StartTimersRequest{ReturnTimers: returnTimers, Timers: make([]*pb.StartTimerRequest, 0, len(items))}
-	for _, i := range items {
-		item, _ := specs[i].request() // Checked by StartMany.
-		req.Timers = append(req.Timers, item)
-	}
+// startBatch sends one StartTimers call of `items` and fills results[at[k]] with item k's outcome.
+func (c *Client) startBatch(ctx context.Context, items []*pb.StartTimerRequest, at []int, results []StartResult, returnTimers bool) error {
+	req := &pb.StartTimersRequest{ReturnTimers: returnTimers, Timers: items}
 	var resp *pb.StartTimersResponse
 	err := c.call(ctx, func(ctx context.Context) (err error) {
 		resp, err = c.stub.StartTimers(ctx, req)
@@ -174,11 +172,11 @@ func (c *Client) startBatch(ctx context.Context, specs []TimerSpec, items []int,
 	if err != nil {
 		return err
 	}
-	if len(resp.GetResults()) != len(items) {
+	if len(resp.GetResults()) != len(at) {
 		return &Error{Code: codes.Internal, Message: "lawnd answered a different number of results than items sent"}
 	}
 	for k, r := range resp.GetResults() {
-		i := items[k]
+		i := at[k]
 		if r.GetCode() != 0 {
 			results[i] = StartResult{Err: &Error{Code: codeOf(r.GetCode()), Message: r.GetMessage()}}
 			continue
