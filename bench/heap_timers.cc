@@ -41,7 +41,7 @@ size_t HeapTimers::Advance(uint64_t now_ns, FiredSink sink) {
     if (entry.live && entry.seq == item.seq) {
       entry.live = false;
       --live_;
-      sink(Fired{TimerView{item.node->first, entry.payload, entry.deadline_ns, entry.ttl_ns, 0}, 0});
+      sink(Fired{TimerView{item.node->first, entry.payload, entry.deadline_ns, entry.ttl_ns, 0, {}}, 0});
       ++fired;
     }
     Release(item.node);

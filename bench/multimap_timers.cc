@@ -32,7 +32,7 @@ size_t MultimapTimers::Advance(uint64_t now_ns, FiredSink sink) {
   while (!queue_.empty() && queue_.begin()->first <= now_ns) {
     const Queue::iterator it = queue_.begin();
     const Timer& timer = it->second;
-    sink(Fired{TimerView{timer.id, timer.payload, it->first, timer.ttl_ns, 0}, 0});
+    sink(Fired{TimerView{timer.id, timer.payload, it->first, timer.ttl_ns, 0, {}}, 0});
     index_.erase(std::string_view(timer.id));
     queue_.erase(it);
     ++fired;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 
 namespace lawn {
 
@@ -22,7 +23,17 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UIN
 
 uint32_t TimerIdHash(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
 
-size_t Shard::IdHash::operator()(std::string_view id) const { return TimerIdHash(id); }
+size_t Shard::IdHash::operator()(const IdProbe& probe) const { return TimerIdHash(probe.whole); }
+
+namespace {
+
+// The group of an id: up to and including its first 0x00 byte; "" when it has none.
+std::string_view GroupOf(std::string_view id) {
+  const size_t nul = id.find('\0');
+  return nul == std::string_view::npos ? std::string_view() : id.substr(0, nul + 1);
+}
+
+}  // namespace
 
 Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
@@ -35,21 +46,82 @@ Shard::Shard(const ShardOptions& options)
 
 Shard::~Shard() = default;
 
-TimerRef Shard::Find(std::string_view id) const {
-  auto it = index_.find(id);
+Shard::IdProbe Shard::Probe(std::string_view id) const {
+  IdProbe probe;
+  probe.whole = id;
+  probe.group = GroupOf(id);
+  probe.rest = id.substr(probe.group.size());
+  if (probe.group.empty()) {
+    probe.known = no_group_code_ >= 0;
+    probe.code = static_cast<uint16_t>(no_group_code_);
+    return probe;
+  }
+  // Debian's Abseil has its own string_view type: its string maps look up by that one.
+  auto it = group_codes_.find(absl::string_view(probe.group.data(), probe.group.size()));
+  if (it != group_codes_.end()) {
+    probe.known = true;
+    probe.code = it->second;
+  }
+  return probe;
+}
+
+TimerRef Shard::Find(const IdProbe& probe) const {
+  if (!probe.known) return kNoTimer;
+  auto it = index_.find(probe);
   return it == index_.end() ? kNoTimer : *it;
+}
+
+absl::StatusOr<uint16_t> Shard::GroupCode(const IdProbe& probe) {
+  if (probe.known) return probe.code;
+  if (groups() >= kMaxGroups) {
+    return absl::ResourceExhaustedError("a shard holds timers of at most 65536 id groups (namespaces) at once");
+  }
+  uint16_t code;
+  if (!free_group_codes_.empty()) {
+    code = free_group_codes_.back();
+    free_group_codes_.pop_back();
+  } else {
+    code = static_cast<uint16_t>(groups_.size());
+    groups_.emplace_back();
+  }
+  if (probe.group.empty()) {
+    no_group_code_ = code;
+  } else {
+    groups_[code].name.assign(probe.group);
+    group_codes_.emplace(groups_[code].name, code);
+  }
+  return code;
 }
 
 void Shard::Forget(TimerRef ref) {
   // Before Free: erasing hashes and compares through the record.
   index_.erase(ref);
   if (keep_ordered_) ordered_.erase(OrderedRefOf(ref));
+  const uint16_t code = pool_[ref].group;
   pool_.Free(ref);
+  if (--groups_[code].timers == 0) {
+    if (groups_[code].name.empty()) {
+      no_group_code_ = -1;
+    } else {
+      group_codes_.erase(groups_[code].name);
+      groups_[code].name.clear();
+      groups_[code].name.shrink_to_fit();
+    }
+    free_group_codes_.push_back(code);
+  }
 }
 
 TimerView Shard::ViewOf(TimerRef ref) const {
   const TimerRecord& r = pool_[ref];
-  return {r.id(), r.payload(), r.deadline_ns, r.ttl_ns, r.interval_ns};
+  return {r.id(), r.payload(), r.deadline_ns, r.ttl_ns, r.interval_ns, GroupName(r.group)};
+}
+
+bool Shard::WholeIdLess(TimerRef a, TimerRef b) const {
+  const TimerRecord& ra = pool_[a];
+  const TimerRecord& rb = pool_[b];
+  if (ra.group == rb.group) return ra.id() < rb.id();
+  // Different groups: compare the whole ids (rare: only on a deadline and 32-bit hash tie).
+  return ViewOf(a).Key() < ViewOf(b).Key();
 }
 
 uint64_t Shard::DeadlineTick(uint64_t deadline_ns) const {
@@ -81,14 +153,20 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
   if (spec.when.kind == When::Kind::kTtl && spec.when.value_ns == 0) {
     return absl::InvalidArgumentError("ttl must be > 0");
   }
-  const uint32_t hash = TimerIdHash(spec.id);
-  TimerRef ref = Find(spec.id);
+  const IdProbe probe = Probe(spec.id);
+  if (probe.rest.size() > TimerRecord::kMaxIdBytes) {
+    return absl::InvalidArgumentError("an id may have at most 65535 bytes after its group");
+  }
+  TimerRef ref = Find(probe);
   if (ref != kNoTimer) {
     if (!spec.replace) return absl::AlreadyExistsError("timer '" + std::string(spec.id) + "' already exists");
     Unfile(ref);
     pool_.SetPayload(ref, spec.payload);
   } else {
-    ref = pool_.Allocate(spec.id, spec.payload, hash);
+    absl::StatusOr<uint16_t> code = GroupCode(probe);
+    if (!code.ok()) return code.status();
+    ++groups_[*code].timers;
+    ref = pool_.Allocate(probe.rest, spec.payload, TimerIdHash(spec.id), *code);
     index_.insert(ref);
     if (keep_ordered_) ordered_.insert(OrderedRefOf(ref));
   }
@@ -188,7 +266,7 @@ size_t Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, AdmitFn a
   std::sort(keys_.begin(), keys_.end(), [this](const FireKey& a, const FireKey& b) {
     if (a.deadline_ns != b.deadline_ns) return a.deadline_ns < b.deadline_ns;
     if (a.id_hash != b.id_hash) return a.id_hash < b.id_hash;
-    return pool_[a.ref].id() < pool_[b.ref].id();
+    return WholeIdLess(a.ref, b.ref);
   });
   for (size_t i = 0; i < keys_.size(); ++i) group[i] = keys_[i].ref;
   size_t fired = 0;
@@ -314,29 +392,17 @@ void Shard::ForEach(TimerVisitor visit) const {
   for (TimerRef ref : index_) visit(ViewOf(ref));
 }
 
-namespace {
-
-// The group of an id: up to and including its first 0x00 byte; "" when it has none.
-std::string_view GroupOf(std::string_view id) {
-  const size_t nul = id.find('\0');
-  return nul == std::string_view::npos ? std::string_view() : id.substr(0, nul + 1);
-}
-
-}  // namespace
-
-Shard::OrderedKey Shard::OrderedKeyOf(std::string_view id) {
-  const std::string_view group = GroupOf(id);
-  const std::string_view rest = id.substr(group.size());
+Shard::OrderedKey Shard::OrderedKeyOf(uint16_t group, std::string_view rest) {
   uint32_t prefix = 0;
   for (size_t i = 0; i < 4; ++i) {
     prefix = (prefix << 8) | (i < rest.size() ? static_cast<unsigned char>(rest[i]) : 0u);
   }
-  return OrderedKey{TimerIdHash(group), prefix};
+  return OrderedKey{group, prefix};
 }
 
 Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const {
   OrderedRef r;
-  static_cast<OrderedKey&>(r) = OrderedKeyOf(pool_[ref].id());
+  static_cast<OrderedKey&>(r) = OrderedKeyOf(pool_[ref].group, pool_[ref].id());
   r.ref = ref;
   return r;
 }
@@ -344,22 +410,22 @@ Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const {
 void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
                               absl::FunctionRef<bool(const TimerView&)> visit) const {
   if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
+  const IdProbe id = Probe(after);
+  if (!id.known) return;  // No pending timer in that group.
   OrderedProbe probe;
-  static_cast<OrderedKey&>(probe) = OrderedKeyOf(after);
-  probe.id = after;
-  const std::string_view group = GroupOf(after);
+  static_cast<OrderedKey&>(probe) = OrderedKeyOf(id.code, id.rest);
+  probe.id = id.rest;
   for (auto it = inclusive ? ordered_.lower_bound(probe) : ordered_.upper_bound(probe);
-       it != ordered_.end() && it->group_hash == probe.group_hash; ++it) {
-    const TimerView t = ViewOf(it->ref);
-    if (GroupOf(t.id) != group) continue;  // Another group whose hash is the same: interleaved, skipped.
-    if (!visit(t)) return;
+       it != ordered_.end() && it->group == probe.group; ++it) {
+    if (!visit(ViewOf(it->ref))) return;
   }
 }
 
 size_t Shard::MemoryBytes() const {
   return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
-         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(OrderedRef) + 2);
+         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(OrderedRef) + 2) +
+         groups_.capacity() * sizeof(Group) + group_codes_.capacity() * (sizeof(std::string) + 3);
 }
 
 void Shard::CheckInvariants() const {
@@ -370,8 +436,8 @@ void Shard::CheckInvariants() const {
     if (ordered_.size() != pool_.live()) InvariantBroken("ordered index size differs from live records");
     for (auto it = ordered_.begin(); it != ordered_.end(); ++it) {
       if (index_.find(it->ref) == index_.end()) InvariantBroken("ordered index holds a dead ref");
-      const OrderedKey key = OrderedKeyOf(pool_[it->ref].id());
-      if (key.group_hash != it->group_hash || key.prefix != it->prefix) InvariantBroken("ordered key is stale");
+      const OrderedKey key = OrderedKeyOf(pool_[it->ref].group, pool_[it->ref].id());
+      if (key.group != it->group || key.prefix != it->prefix) InvariantBroken("ordered key is stale");
       if (std::next(it) != ordered_.end() && !ordered_.key_comp()(*it, *std::next(it))) {
         InvariantBroken("ordered index out of order");
       }
@@ -395,12 +461,29 @@ void Shard::CheckInvariants() const {
     held += n;
   }
   if (held != held_count_) InvariantBroken("held count");
+  std::vector<uint64_t> group_timers(groups_.size(), 0);
   for (TimerRef ref : index_) {
     const TimerRecord& r = pool_[ref];
+    const std::string whole = ViewOf(ref).Key();
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
-    if (Find(r.id()) != ref) InvariantBroken("index lookup does not find the record");
-    if (r.id_hash != TimerIdHash(r.id())) InvariantBroken("stale id hash");
+    if (Find(whole) != ref) InvariantBroken("index lookup does not find the record");
+    if (r.id_hash != TimerIdHash(whole)) InvariantBroken("stale id hash");
+    if (r.group >= groups_.size() || groups_[r.group].timers == 0) InvariantBroken("record's code names no group");
+    if (groups_[r.group].name.empty() ? r.group != no_group_code_ : GroupOf(whole) != groups_[r.group].name) {
+      InvariantBroken("record's code names another group");
+    }
+    ++group_timers[r.group];
   }
+  for (size_t code = 0; code < groups_.size(); ++code) {
+    const Group& g = groups_[code];
+    if (group_timers[code] != g.timers) InvariantBroken("group's timer count");
+    if (g.timers == 0 && !g.name.empty()) InvariantBroken("free group code keeps a name");
+    if (g.timers != 0 && !g.name.empty()) {
+      auto it = group_codes_.find(g.name);  // std::string: no conversion needed.
+      if (it == group_codes_.end() || it->second != code) InvariantBroken("group table and its names differ");
+    }
+  }
+  if (groups() + free_group_codes_.size() != groups_.size()) InvariantBroken("group codes lost");
 }
 
 }  // namespace lawn

@@ -22,6 +22,13 @@
 // its grid and reported with `skipped` set, so the caller can persist its next deadline). A held timer is
 // never fired early: it was due when held, and it fires only when released.
 //
+// Groups: an id's group is its bytes up to and including its first 0x00 byte, or none when it has no 0x00
+// (lawnd's ids are `namespace \0 id`: a group is a namespace). The shard keeps each group's bytes once, in a
+// table of at most 65,536 groups with pending timers (no group counts as one), and a 16-bit code in each
+// record, so that a short id
+// after a long group still fits inside its record (no allocation; BENCHMARKS.md section 5). Views return the
+// two parts apart (TimerView::group, TimerView::id); every method takes the whole id.
+//
 // Thread-safety: none. A shard is owned by one thread.
 #pragma once
 
@@ -73,16 +80,26 @@ struct StartSpec {
   uint64_t ttl_ns = 0;       // With When::At: the ttl to record (0: deadline - now). Used by recovery.
 };
 
-// A read-only view of a timer; valid until the next mutating call on the shard.
+// A read-only view of a timer; valid until the next mutating call on the shard. The timer's id is `group`
+// followed by `id` (see "Groups" above): for an id without a 0x00 byte, `group` is empty and `id` is all of it.
 struct TimerView {
-  std::string_view id;
+  std::string_view id;  // The id after its group.
   std::string_view payload;
   uint64_t deadline_ns = 0;
   uint64_t ttl_ns = 0;
   uint64_t interval_ns = 0;
+  std::string_view group;  // The id's group, its trailing 0x00 included; "" when it has none.
+
+  size_t key_size() const { return group.size() + id.size(); }
+  std::string Key() const {
+    std::string key;
+    key.reserve(key_size());
+    key.append(group).append(id);
+    return key;
+  }
 };
 
-// An owning copy, for callers that keep a timer past the next mutation.
+// An owning copy, for callers that keep a timer past the next mutation. `id` is the whole id, group included.
 struct Timer {
   std::string id;
   std::string payload;
@@ -90,7 +107,7 @@ struct Timer {
   uint64_t ttl_ns = 0;
   uint64_t interval_ns = 0;
   static Timer From(const TimerView& v) {
-    return {std::string(v.id), std::string(v.payload), v.deadline_ns, v.ttl_ns, v.interval_ns};
+    return {v.Key(), std::string(v.payload), v.deadline_ns, v.ttl_ns, v.interval_ns};
   }
 };
 
@@ -128,8 +145,9 @@ class Shard {
   Shard& operator=(const Shard&) = delete;
   ~Shard();
 
-  // Starts a timer. ALREADY_EXISTS if the id is pending and !spec.replace; INVALID_ARGUMENT for an empty id
-  // or a zero ttl. On success `on_started` (if given) sees the stored timer.
+  // Starts a timer. ALREADY_EXISTS if the id is pending and !spec.replace; INVALID_ARGUMENT for an empty id,
+  // more than 65,535 id bytes after its group, or a zero ttl; RESOURCE_EXHAUSTED for a 65,537th group with
+  // pending timers. On success `on_started` (if given) sees the stored timer.
   absl::Status Start(const StartSpec& spec, uint64_t now_ns);
   absl::Status Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor on_started);
 
@@ -172,15 +190,16 @@ class Shard {
   // Calls `visit` for every pending timer, in no particular order. Must not mutate the shard.
   void ForEach(TimerVisitor visit) const;
 
-  // Ids fall into groups: an id's group is its bytes up to and including its first 0x00 byte, or "" when it
-  // has none (lawnd's ids are namespace \0 id: a group is a namespace). Calls `visit` for the pending timers
-  // of the group of `after`, in id byte order, starting at the first id > `after` (or >= `after` when
-  // `inclusive`), until `visit` returns false or the group ends. Must not mutate the shard.
+  // Calls `visit` for the pending timers of the group of `after` (see "Groups"), in id byte order, starting
+  // at the first id > `after` (or >= `after` when `inclusive`), until `visit` returns false or the group
+  // ends. Must not mutate the shard.
   // O(log n + visited). REQUIRES: ShardOptions::ordered_index.
   void VisitGroupInOrder(std::string_view after, bool inclusive,
                          absl::FunctionRef<bool(const TimerView&)> visit) const;
 
   size_t pending() const { return pool_.live(); }
+  // Groups with pending timers.
+  size_t groups() const { return group_codes_.size() + (no_group_code_ >= 0 ? 1 : 0); }
   size_t lawn_pending() const { return lawn_.size(); }
   size_t wheel_pending() const { return wheel_.size(); }
   size_t lawn_buckets() const { return lawn_.bucket_count(); }
@@ -192,34 +211,48 @@ class Shard {
   void CheckInvariants() const;
 
  private:
+  static constexpr size_t kMaxGroups = size_t{UINT16_MAX} + 1;
+
+  // A whole id split at its group, with the group's code resolved.
+  struct IdProbe {
+    std::string_view whole;
+    std::string_view group;
+    std::string_view rest;
+    uint16_t code = 0;
+    bool known = false;  // False if this shard holds no timer of the id's group: no timer can match.
+  };
   struct IdHash {
     using is_transparent = void;
     const TimerPool* pool;
-    size_t operator()(std::string_view id) const;
+    size_t operator()(const IdProbe& probe) const;
     size_t operator()(TimerRef ref) const { return (*pool)[ref].id_hash; }
   };
   struct IdEq {
     using is_transparent = void;
     const TimerPool* pool;
     bool operator()(TimerRef a, TimerRef b) const { return a == b; }
-    bool operator()(TimerRef a, std::string_view b) const { return (*pool)[a].id() == b; }
-    bool operator()(std::string_view a, TimerRef b) const { return a == (*pool)[b].id(); }
+    bool operator()(TimerRef a, const IdProbe& b) const {
+      const TimerRecord& r = (*pool)[a];
+      return r.group == b.code && r.id() == b.rest;
+    }
+    bool operator()(const IdProbe& a, TimerRef b) const { return (*this)(b, a); }
   };
 
-  // The ordered index orders by (hash of the id's group, first 4 bytes of the id after its group, id), so
-  // that ids of one group are contiguous and in id order, and most comparisons are decided by the two words
-  // in the entry without reading the record (a cache miss each; BENCHMARKS.md section 7).
+  // The ordered index orders by (group code, first 4 bytes of the id after its group, the rest), so that ids
+  // of one group are contiguous and in id order, and most comparisons are decided by the two words in the
+  // entry without reading the record (a cache miss each; BENCHMARKS.md section 7). A group keeps its code
+  // while it has pending timers, which are the only ones in the index.
   struct OrderedKey {
-    uint32_t group_hash;
+    uint32_t group;
     uint32_t prefix;  // Big-endian, zero-padded: orders like the bytes it holds.
   };
   struct OrderedRef : OrderedKey {
     TimerRef ref;
   };
   struct OrderedProbe : OrderedKey {
-    std::string_view id;
+    std::string_view id;  // After the group.
   };
-  static OrderedKey OrderedKeyOf(std::string_view id);
+  static OrderedKey OrderedKeyOf(uint16_t group, std::string_view rest);
   struct OrderedLess {
     using is_transparent = void;
     const TimerPool* pool;
@@ -227,14 +260,23 @@ class Shard {
     std::string_view IdOf(const OrderedProbe& p) const { return p.id; }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
-      if (a.group_hash != b.group_hash) return a.group_hash < b.group_hash;
+      if (a.group != b.group) return a.group < b.group;
       if (a.prefix != b.prefix) return a.prefix < b.prefix;
       return IdOf(a) < IdOf(b);
     }
   };
   OrderedRef OrderedRefOf(TimerRef ref) const;
 
-  TimerRef Find(std::string_view id) const;
+  // Splits `id` at its group and resolves the group's code.
+  IdProbe Probe(std::string_view id) const;
+  TimerRef Find(const IdProbe& probe) const;
+  // The code of the probe's group, adding the group to the table if it is new. RESOURCE_EXHAUSTED when the
+  // table is full.
+  absl::StatusOr<uint16_t> GroupCode(const IdProbe& probe);
+  std::string_view GroupName(uint16_t code) const { return groups_[code].name; }
+  // Whether record a's whole id orders before b's (group bytes, then the rest).
+  bool WholeIdLess(TimerRef a, TimerRef b) const;
+  TimerRef Find(std::string_view id) const { return Find(Probe(id)); }
   // Frees a live, unfiled timer: index, ordered index, pool.
   void Forget(TimerRef ref);
   TimerView ViewOf(TimerRef ref) const;
@@ -251,6 +293,14 @@ class Shard {
 
   uint64_t tick_ns_;
   TimerPool pool_;
+  struct Group {
+    std::string name;     // Its bytes, the trailing 0x00 included; "" for ids without a group and free codes.
+    uint64_t timers = 0;  // Pending timers of the group in this shard; the code is free while 0.
+  };
+  std::vector<Group> groups_;  // By code.
+  absl::flat_hash_map<std::string, uint16_t> group_codes_;  // Name -> code, for groups with pending timers.
+  int32_t no_group_code_ = -1;  // The code of ids without a group while any is pending, else -1.
+  std::vector<uint16_t> free_group_codes_;
   absl::flat_hash_set<TimerRef, IdHash, IdEq> index_;
   const bool keep_ordered_;
   absl::btree_set<OrderedRef, OrderedLess> ordered_;  // Empty unless keep_ordered_.

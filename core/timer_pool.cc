@@ -12,18 +12,19 @@ namespace {
 // allocated on the heap. REQUIRES: r holds no heap block.
 size_t StoreBytes(TimerRecord& r, std::string_view id, std::string_view payload) {
   const size_t size = id.size() + payload.size();
-  char* dst = r.inline_bytes;
+  if (id.size() > TimerRecord::kMaxIdBytes || payload.size() > UINT32_MAX) std::abort();  // Callers check.
+  char* dst = r.storage;
   size_t heap = 0;
   if (size > TimerRecord::kInlineBytes) {
     // malloc, not new[]: plain bytes.
     dst = static_cast<char*>(std::malloc(size));
     if (dst == nullptr) std::abort();
-    r.blob = dst;
+    r.set_blob(dst);
     heap = size;
   }
   if (!id.empty()) std::memmove(dst, id.data(), id.size());
   if (!payload.empty()) std::memmove(dst + id.size(), payload.data(), payload.size());
-  r.id_size = static_cast<uint32_t>(id.size());
+  r.id_size = static_cast<uint16_t>(id.size());
   r.payload_size = static_cast<uint32_t>(payload.size());
   return heap;
 }
@@ -35,11 +36,11 @@ size_t HeapBytes(const TimerRecord& r) { return r.is_inline() ? 0 : r.id_size + 
 TimerPool::~TimerPool() {
   // Free records have sizes 0 (inline): only live out-of-line blocks are freed.
   for (uint32_t i = 0; i < used_; ++i) {
-    if (!(*this)[i].is_inline()) std::free((*this)[i].blob);
+    if (!(*this)[i].is_inline()) std::free((*this)[i].blob());
   }
 }
 
-TimerRef TimerPool::Allocate(std::string_view id, std::string_view payload, uint32_t id_hash) {
+TimerRef TimerPool::Allocate(std::string_view id, std::string_view payload, uint32_t id_hash, uint16_t group) {
   TimerRef ref;
   if (free_head_ != kNoTimer) {
     ref = free_head_;
@@ -53,6 +54,7 @@ TimerRef TimerPool::Allocate(std::string_view id, std::string_view payload, uint
   r = TimerRecord{};
   blob_bytes_ += StoreBytes(r, id, payload);
   r.id_hash = id_hash;
+  r.group = group;
   ++live_;
   return ref;
 }
@@ -63,7 +65,7 @@ void TimerPool::SetPayload(TimerRef ref, std::string_view payload) {
   // Copy the id out first: the old bytes may be inline in the very record being rewritten.
   const std::string id(r.id());
   const bool had_heap = !r.is_inline();
-  char* old_blob = had_heap ? r.blob : nullptr;
+  char* old_blob = had_heap ? r.blob() : nullptr;
   blob_bytes_ -= HeapBytes(r);
   blob_bytes_ += StoreBytes(r, id, payload);
   if (had_heap) std::free(old_blob);
@@ -72,7 +74,7 @@ void TimerPool::SetPayload(TimerRef ref, std::string_view payload) {
 void TimerPool::Free(TimerRef ref) {
   TimerRecord& r = (*this)[ref];
   blob_bytes_ -= HeapBytes(r);
-  if (!r.is_inline()) std::free(r.blob);
+  if (!r.is_inline()) std::free(r.blob());
   r = TimerRecord{};
   r.next = free_head_;
   free_head_ = ref;

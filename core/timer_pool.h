@@ -4,7 +4,8 @@
 // and the wheel slots cost 8 bytes per timer, and records live in fixed-size chunks so growing the pool never
 // moves (or copies) a record. A record is one 64-byte cache line. A timer's id and payload are stored
 // together: inside the record when they fit in kInlineBytes (no allocation, and a lookup's id comparison
-// touches no other memory), else in one heap block.
+// touches no other memory), else in one heap block. The id stored is what follows the id's group (see
+// Shard): the group itself is a 16-bit code the owner gives.
 //
 // Invariants: a ref is either live (returned by Allocate, not yet Freed) or on the free list; only live refs
 // may be passed to the accessors.
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -27,28 +29,34 @@ inline constexpr TimerRef kNoTimer = UINT32_MAX;
 enum class Home : uint8_t { kNone, kLawn, kWheel, kHeld };
 
 struct TimerRecord {
-  static constexpr uint32_t kInlineBytes = 16;
+  // 17: what is left of the cache line after the fields below. A 16-byte id fits with its group kept as a
+  // 16-bit code (lawnd's `namespace \0 id` keys cost no allocation; BENCHMARKS.md section 5).
+  static constexpr uint32_t kInlineBytes = 17;
+  static constexpr uint32_t kMaxIdBytes = UINT16_MAX;  // Of the id after its group.
 
   uint64_t deadline_ns = 0;  // Absolute monotonic deadline; the timer fires at or after it.
   uint64_t ttl_ns = 0;       // Time from arming to deadline (Lawn bucket key); a re-armed timer's interval.
   uint64_t interval_ns = 0;  // Repeat interval; 0 for a one-shot timer.
-  // id bytes followed by payload bytes: in `inline_bytes` if they fit, else in the heap block `blob`.
-  union {
-    char* blob;
-    char inline_bytes[kInlineBytes];
-  };
   TimerRef prev = kNoTimer;  // Intrusive links of the Lawn bucket or wheel slot it is in.
   TimerRef next = kNoTimer;
-  uint32_t id_size = 0;
   uint32_t payload_size = 0;
-  uint32_t id_hash = 0;   // Cached hash of the id: rehashing the index never touches the blob.
+  uint32_t id_hash = 0;   // Cached hash of the whole id (group included): rehashing never touches the blob.
+  uint16_t id_size = 0;   // Bytes of the id after its group.
+  uint16_t group = 0;     // The id's group, as its owner (Shard) codes it; 0: none.
   uint16_t location = 0;  // Lawn: unused (bucket found by ttl); wheel: level * 64 + slot; held: its group.
   Home home = Home::kNone;
-  uint8_t reserved = 0;
+  // id bytes (after the group) followed by payload bytes, here if they fit, else in a heap block whose
+  // pointer is stored here (memcpy: the bytes are not aligned for a pointer).
+  char storage[kInlineBytes] = {};
 
-  TimerRecord() : blob(nullptr) {}
   bool is_inline() const { return id_size + payload_size <= kInlineBytes; }
-  const char* bytes() const { return is_inline() ? inline_bytes : blob; }
+  char* blob() const {
+    char* p;
+    std::memcpy(&p, storage, sizeof(p));
+    return p;
+  }
+  void set_blob(char* p) { std::memcpy(storage, &p, sizeof(p)); }
+  const char* bytes() const { return is_inline() ? storage : blob(); }
   std::string_view id() const { return {bytes(), id_size}; }
   std::string_view payload() const { return {bytes() + id_size, payload_size}; }
 };
@@ -62,7 +70,8 @@ class TimerPool {
   ~TimerPool();
 
   // Returns a live record holding copies of `id` and `payload`, all other fields default.
-  TimerRef Allocate(std::string_view id, std::string_view payload, uint32_t id_hash);
+  // REQUIRES: id.size() <= TimerRecord::kMaxIdBytes.
+  TimerRef Allocate(std::string_view id, std::string_view payload, uint32_t id_hash, uint16_t group = 0);
 
   // Replaces the payload of a live record.
   void SetPayload(TimerRef ref, std::string_view payload);

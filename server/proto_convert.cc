@@ -25,6 +25,11 @@ int64_t TimestampNs(const google::protobuf::Timestamp& t) { return t.seconds() *
 void FillTimer(std::string_view key, std::string_view payload, int64_t deadline_unix_ns, uint64_t ttl_ns,
                uint64_t interval_ns, v1::Timer* out) {
   const auto [ns, id] = Runtime::SplitKey(key);
+  FillTimerParts(ns, id, payload, deadline_unix_ns, ttl_ns, interval_ns, out);
+}
+
+void FillTimerParts(std::string_view ns, std::string_view id, std::string_view payload, int64_t deadline_unix_ns,
+                    uint64_t ttl_ns, uint64_t interval_ns, v1::Timer* out) {
   out->set_namespace_(ns.data(), ns.size());
   out->set_id(id.data(), id.size());
   SetDuration(ttl_ns, out->mutable_ttl());

@@ -20,6 +20,9 @@ int64_t TimestampNs(const google::protobuf::Timestamp& t);
 // Fills a Timer from a key (namespace \0 id) and its fields; interval 0 leaves `interval` unset.
 void FillTimer(std::string_view key, std::string_view payload, int64_t deadline_unix_ns, uint64_t ttl_ns,
                uint64_t interval_ns, v1::Timer* out);
+// The same from the key's two parts.
+void FillTimerParts(std::string_view ns, std::string_view id, std::string_view payload, int64_t deadline_unix_ns,
+                    uint64_t ttl_ns, uint64_t interval_ns, v1::Timer* out);
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 

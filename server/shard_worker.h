@@ -110,6 +110,7 @@ class ShardWorker final : private ShardContext {
   absl::Status admission_;
   DeliveryIds delivery_ids_;
   NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
+  std::string key_scratch_;                // A skipped firing's whole key (views split it at its namespace).
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
 

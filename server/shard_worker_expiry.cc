@@ -17,9 +17,17 @@ void ShardWorker::SetTick(uint64_t tick_ns) {
   late_after_ns_ = std::max<uint64_t>(kLateAfterNs, tick_ns);
 }
 
+namespace {
+
+// A view's namespace: its group (core's), without the group's trailing 0x00.
+std::string_view NamespaceOf(const TimerView& t) {
+  return t.group.empty() ? t.group : t.group.substr(0, t.group.size() - 1);
+}
+
+}  // namespace
+
 AdmitDecision ShardWorker::Admit(const TimerView& t) {
-  const auto [ns_name, id] = Runtime::SplitKey(t.id);
-  absl::StatusOr<NamespaceState*> ns = Namespace(ns_name);
+  absl::StatusOr<NamespaceState*> ns = Namespace(NamespaceOf(t));
   if (!ns.ok()) {
     // Only a recovered timer of a namespace beyond max_namespaces: it stays pending (and on disk), held in a
     // group no release names, until a restart with a higher limit.
@@ -27,7 +35,7 @@ AdmitDecision ShardWorker::Admit(const TimerView& t) {
     return {Admission::kHold, UINT16_MAX};
   }
   admitted_ns_ = *ns;
-  if ((*ns)->outbox.TryReserve(Delivery::ChargeFor(t.id.size(), t.payload.size()))) return {Admission::kFire, 0};
+  if ((*ns)->outbox.TryReserve(Delivery::ChargeFor(t.key_size(), t.payload.size()))) return {Admission::kFire, 0};
   // The outbox is full. Recurring timers skip this firing (and stay on their grid); one-shot timers wait in
   // the engine, pending, until acks make room (the runtime then asks every shard to release them).
   if (t.interval_ns != 0) {
@@ -47,13 +55,15 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
   if (fired.skipped) {
     // Nothing delivered: only the re-armed deadline is stored, so a restart does not fire the skipped one.
     if (batch != nullptr) {
-      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+      key_scratch_.assign(t.group).append(t.id);
+      batch->PutTimer(key_scratch_, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
     }
     return;
   }
   Delivery d;
   d.delivery_id = delivery_ids_.Next(fired_at / 1'000'000);
-  d.key.assign(t.id);
+  d.key.reserve(t.key_size());
+  d.key.assign(t.group).append(t.id);  // The whole key: the view splits it at its namespace.
   d.payload.assign(t.payload);
   d.deadline_unix_ns = time.ToWall(t.deadline_ns);
   d.fired_at_unix_ns = fired_at;
@@ -64,18 +74,18 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
     // enters the outbox.
     if (fired.next_deadline_ns != 0) {
-      batch->PutTimer(t.id, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
+      batch->PutTimer(d.key, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
     } else {
-      batch->DeleteTimer(t.id);
+      batch->DeleteTimer(d.key);
     }
-    batch->PutExpiration(d.delivery_id, t.id, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload, fired_at,
+    batch->PutExpiration(d.delivery_id, d.key, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload, fired_at,
                          0);
   }
   if (fired.next_deadline_ns == 0) {
     ns->pending.fetch_sub(1, std::memory_order_relaxed);
-    ns->pending_bytes.fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+    ns->pending_bytes.fetch_sub(t.key_size() + t.payload.size(), std::memory_order_relaxed);
     runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
-    runtime_.total_pending_bytes().fetch_sub(t.id.size() + t.payload.size(), std::memory_order_relaxed);
+    runtime_.total_pending_bytes().fetch_sub(t.key_size() + t.payload.size(), std::memory_order_relaxed);
   }
   open_->deliveries.emplace_back(ns, std::move(d));
 }

@@ -117,7 +117,7 @@ void StartCommand::Apply(ShardContext& ctx) {
     // Quotas are reserved before the start (optimistic add, rolled back on refusal or failure) so concurrent
     // shards never admit past a bound together. A replace changes the byte count only.
     const uint64_t bytes = op.key.size() + op.payload.size();
-    const uint64_t old_bytes = exists ? existing->id.size() + existing->payload.size() : 0;
+    const uint64_t old_bytes = exists ? existing->key_size() + existing->payload.size() : 0;
     const uint64_t added_timers = exists ? 0 : 1;
     const uint64_t added_bytes = bytes > old_bytes ? bytes - old_bytes : 0;
     const uint64_t freed_bytes = old_bytes > bytes ? old_bytes - bytes : 0;
@@ -145,9 +145,10 @@ void StartCommand::Apply(ShardContext& ctx) {
     spec.interval_ns = op.interval_ns;
     spec.replace = op.replace;
     op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
+      // The view splits the id at its namespace (core's groups); op.key is the whole of it.
       const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
-      if (op.out != nullptr) FillTimer(t.id, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
-      if (StoreBatch* batch = ctx.batch()) batch->PutTimer(t.id, deadline, t.ttl_ns, t.interval_ns, t.payload);
+      if (op.out != nullptr) FillTimer(op.key, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
+      if (StoreBatch* batch = ctx.batch()) batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
     });
     if (op.status.ok()) {
       ctx.counters().starts++;
@@ -193,8 +194,9 @@ void KeyCommand::Apply(ShardContext& ctx) {
     status_ = ctx.write_admission();
     return;
   }
+  // key_ is the timer's whole id (the view splits it at its namespace).
   auto fill = [&](const TimerView& t) {
-    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, out_);
+    FillTimer(key_, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, out_);
   };
   switch (kind_) {
     case Kind::kGet: {
@@ -207,8 +209,8 @@ void KeyCommand::Apply(ShardContext& ctx) {
       uint64_t bytes = 0;
       status_ = shard.Delete(key_, [&](const TimerView& t) {
         fill(t);
-        bytes = t.id.size() + t.payload.size();
-        if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(t.id);
+        bytes = t.key_size() + t.payload.size();
+        if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(key_);
       });
       if (status_.ok()) {
         wrote_ = true;
@@ -230,7 +232,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
       status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t) {
         fill(t);
         if (StoreBatch* batch = ctx.batch()) {
-          batch->PutTimer(t.id, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, t.payload);
+          batch->PutTimer(key_, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, t.payload);
         }
       });
       if (status_.ok()) {
@@ -259,9 +261,10 @@ void ListCommand::Apply(ShardContext& ctx) {
   std::vector<v1::Timer>& out = state_->per_shard[shard_];
   Runtime& runtime = ctx.runtime();
   ctx.shard().VisitGroupInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {
-    if (out.size() >= state_->limit || !t.id.starts_with(prefix)) return false;
+    if (out.size() >= state_->limit || t.group != prefix) return false;
     out.emplace_back();
-    FillTimer(t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, &out.back());
+    FillTimerParts(state_->ns, t.id, t.payload, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns,
+                   &out.back());
     return true;
   });
 }

@@ -43,7 +43,12 @@ class ShardDifferential {
   explicit ShardDifferential(const Config& config)
       : config_(config), shard_(config.options), model_(config.options.tick_ns), rng_(config.seed),
         now_(config.start_ns) {
-    for (uint32_t i = 0; i < config.ids; ++i) ids_.push_back("timer-" + std::to_string(i));
+    // Two thirds of the ids have a group (see Shard's "Groups"), of 5 groups whose codes are freed and reused
+    // as their timers come and go.
+    for (uint32_t i = 0; i < config.ids; ++i) {
+      const std::string id = "timer-" + std::to_string(i);
+      ids_.push_back(i % 3 == 0 ? id : "g" + std::to_string(i % 5) + std::string(1, '\0') + id);
+    }
     payloads_ = {"", "p", "payload-0123456789", std::string(40, 'x'), std::string(300, 'y')};
   }
 
@@ -211,7 +216,7 @@ class ShardDifferential {
     ++advances_;
     std::vector<FiredCopy> got;
     const size_t count = shard_.Advance(now_, [&](const Fired& f) {
-      got.push_back({std::string(f.timer.id), std::string(f.timer.payload), f.timer.deadline_ns,
+      got.push_back({f.timer.Key(), std::string(f.timer.payload), f.timer.deadline_ns,
                      f.timer.interval_ns, f.next_deadline_ns});
     });
     ASSERT_EQ(count, got.size()) << Where() << " Advance's count differs from the sink calls";
@@ -243,7 +248,7 @@ class ShardDifferential {
     const ReferenceShard::Entry* e = model_.Get(id);
     ASSERT_EQ(v.has_value(), e != nullptr) << Where() << " Get " << id;
     if (e == nullptr) return;
-    ASSERT_EQ(v->id, id) << Where();
+    ASSERT_EQ(v->Key(), id) << Where();
     ASSERT_EQ(v->payload, e->payload) << Where() << " Get " << id;
     ASSERT_EQ(v->deadline_ns, e->deadline_ns) << Where() << " Get " << id;
     ASSERT_EQ(v->interval_ns, e->interval_ns) << Where() << " Get " << id;
@@ -276,10 +281,10 @@ class ShardDifferential {
     std::string mismatch;
     shard_.ForEach([&](const TimerView& v) {
       ++visited;
-      const ReferenceShard::Entry* e = model_.Get(std::string(v.id));
+      const ReferenceShard::Entry* e = model_.Get(v.Key());
       if (e == nullptr || e->deadline_ns != v.deadline_ns || e->payload != v.payload ||
           e->interval_ns != v.interval_ns) {
-        if (all_match) mismatch = std::string(v.id);
+        if (all_match) mismatch = v.Key();
         all_match = false;
       }
     });

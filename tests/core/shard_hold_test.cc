@@ -38,7 +38,7 @@ std::vector<std::string> AdvanceGated(Shard& shard, uint64_t now, const Gate& ga
   std::vector<std::string> ids;
   shard.Advance(now, [&](const TimerView& t) { return gate(t); },
                 [&](const Fired& f) {
-                  ids.emplace_back(f.timer.id);
+                  ids.emplace_back(f.timer.Key());
                   if (fired != nullptr) fired->push_back(f);
                 });
   return ids;
@@ -47,7 +47,7 @@ std::vector<std::string> AdvanceGated(Shard& shard, uint64_t now, const Gate& ga
 std::vector<std::string> Release(Shard& shard, uint16_t group, uint64_t now, const Gate& gate) {
   std::vector<std::string> ids;
   shard.ReleaseHeld(group, now, [&](const TimerView& t) { return gate(t); },
-                    [&](const Fired& f) { ids.emplace_back(f.timer.id); });
+                    [&](const Fired& f) { ids.emplace_back(f.timer.Key()); });
   return ids;
 }
 
@@ -88,7 +88,7 @@ TEST(ShardHoldTest, ReleaseFiresOldestFirstAndStopsAtTheFirstRefusal) {
       [&](const TimerView&) {
         return budget-- > 0 ? AdmitDecision{Admission::kFire, 0} : AdmitDecision{Admission::kHold, 'a'};
       },
-      [&](const Fired& f) { ids.emplace_back(f.timer.id); });
+      [&](const Fired& f) { ids.emplace_back(f.timer.Key()); });
   EXPECT_EQ(ids, (std::vector<std::string>{"a0", "a1"}));
   EXPECT_EQ(shard.held('a'), 3u);
   shard.CheckInvariants();
@@ -149,7 +149,7 @@ TEST(ShardHoldTest, RandomHoldsAndReleasesFireEveryTimerOnceAndNeverEarly) {
   uint64_t now = kT0;
   int next_id = 0;
   auto sink = [&](const Fired& f) {
-    const std::string id(f.timer.id);
+    const std::string id = f.timer.Key();
     auto it = live.find(id);
     ASSERT_NE(it, live.end()) << id << " fired but is not live";
     ASSERT_GE(now, it->second) << id << " fired early";

@@ -22,7 +22,7 @@ std::vector<std::string> Visit(const Shard& shard, std::string_view after, bool 
   std::vector<std::string> out;
   shard.VisitGroupInOrder(after, inclusive, [&](const TimerView& t) {
     if (out.size() >= limit) return false;
-    out.emplace_back(t.id);
+    out.emplace_back(t.Key());
     return true;
   });
   return out;
@@ -81,7 +81,7 @@ TEST(ShardOrderedTest, RandomOperationsMatchASetOracle) {
         break;
       case 3:
         now += rng() % (2 * kMs);
-        shard.Advance(now, [&](const Fired& f) { live.erase(std::string(f.timer.id)); });
+        shard.Advance(now, [&](const Fired& f) { live.erase(f.timer.Key()); });
         break;
       default: {
         const std::string after = "n" + std::to_string(rng() % 3) + std::string(1, '\0') + std::to_string(rng() % 500);

@@ -55,7 +55,7 @@ struct FiredCopy {
 inline std::vector<FiredCopy> AdvanceAll(Shard& shard, uint64_t now_ns) {
   std::vector<FiredCopy> out;
   size_t n = shard.Advance(now_ns, [&](const Fired& f) {
-    out.push_back({std::string(f.timer.id), std::string(f.timer.payload), f.timer.deadline_ns,
+    out.push_back({f.timer.Key(), std::string(f.timer.payload), f.timer.deadline_ns,
                    f.timer.interval_ns, f.next_deadline_ns});
   });
   if (n != out.size()) out.push_back({"<Advance returned a count different from the sink calls>", "", 0, 0, 0});

@@ -181,15 +181,31 @@ TEST(TimerPoolTest, SetPayloadMovesBetweenInlineAndHeapStorage) {
   EXPECT_EQ(pool.live(), 0u);
 }
 
-TEST(TimerPoolTest, SixteenBytesFitInlineAndSeventeenDoNot) {
+TEST(TimerPoolTest, SeventeenBytesFitInlineAndEighteenDoNot) {
   TimerPool pool;
-  const TimerRef a = pool.Allocate(std::string(16, 'x'), "", 1);
-  const TimerRef b = pool.Allocate(std::string(16, 'y'), "z", 2);
+  const TimerRef a = pool.Allocate(std::string(16, 'x'), "1", 1);
+  const TimerRef b = pool.Allocate(std::string(16, 'y'), "z2", 2, 7);
   EXPECT_TRUE(pool[a].is_inline());
   EXPECT_FALSE(pool[b].is_inline());
   EXPECT_EQ(pool[a].id(), std::string(16, 'x'));
+  EXPECT_EQ(pool[a].payload(), "1");
   EXPECT_EQ(pool[b].id(), std::string(16, 'y'));
-  EXPECT_EQ(pool[b].payload(), "z");
+  EXPECT_EQ(pool[b].payload(), "z2");
+  EXPECT_EQ(pool[a].group, 0);
+  EXPECT_EQ(pool[b].group, 7);
+  pool.SetPayload(b, "");  // Back inline; the group stays.
+  EXPECT_TRUE(pool[b].is_inline());
+  EXPECT_EQ(pool[b].group, 7);
+  EXPECT_EQ(pool[b].id(), std::string(16, 'y'));
+}
+
+TEST(TimerPoolTest, TheLongestIdAfterItsGroupIsKept) {
+  TimerPool pool;
+  const std::string id(TimerRecord::kMaxIdBytes, 'i');
+  const TimerRef ref = pool.Allocate(id, "p", 3);
+  EXPECT_EQ(pool[ref].id(), id);
+  EXPECT_EQ(pool[ref].payload(), "p");
+  pool.Free(ref);
 }
 
 }  // namespace

@@ -205,7 +205,8 @@ TEST_F(GrpcLimitsTest, ClientThatPingsTooOftenIsDisconnectedAndOthersAreNot) {
   auto polite_stub = v1::TimerService::NewStub(OwnChannel());
   TestSubscriber abuser(*abuser_stub, "ka");
   TestSubscriber polite(*polite_stub, "ka");
-  std::optional<grpc::Status> end = abuser.WaitEnd(milliseconds(30'000));
+  // gRPC takes 13-25 s to count the strikes here when the machine is idle: a generous bound, for busy CI.
+  std::optional<grpc::Status> end = abuser.WaitEnd(milliseconds(90'000));
   ASSERT_TRUE(end.has_value()) << "the pinging client was never disconnected";
   EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE) << end->error_message();
   // The other client's stream is untouched and still delivers.
