@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   const size_t prefix = std::strtoull(argv[3], nullptr, 10);
   lawn::ShardOptions options;
   options.ordered_index = ordered;
+  options.id_groups = prefix > 0;  // As lawnd, whose keys all have a namespace.
   std::mt19937_64 rng(1);
   lawn::TrimHeap();
   const size_t before = lawn::HeapBytesInUse();

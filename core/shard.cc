@@ -39,16 +39,27 @@ Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
       index_(0, IdHash{&pool_}, IdEq{&pool_}),
       keep_ordered_(options.ordered_index),
-      ordered_(OrderedLess{&pool_}),
+      id_groups_(options.id_groups),
       lawn_(pool_, options.max_lawn_buckets),
       wheel_(pool_, tick_ns_),
-      router_(options.lawn_promote_after) {}
+      router_(options.lawn_promote_after) {
+  if (!id_groups_) {
+    groups_.emplace_back();
+    groups_[0].ordered = OrderedIndex(OrderedLess{&pool_});
+    no_group_code_ = 0;
+  }
+}
 
 Shard::~Shard() = default;
 
 Shard::IdProbe Shard::Probe(std::string_view id) const {
   IdProbe probe;
   probe.whole = id;
+  if (!id_groups_) {
+    probe.rest = id;
+    probe.known = true;
+    return probe;
+  }
   probe.group = GroupOf(id);
   probe.rest = id.substr(probe.group.size());
   if (probe.group.empty()) {
@@ -83,6 +94,7 @@ absl::StatusOr<uint16_t> Shard::GroupCode(const IdProbe& probe) {
   } else {
     code = static_cast<uint16_t>(groups_.size());
     groups_.emplace_back();
+    groups_.back().ordered = OrderedIndex(OrderedLess{&pool_});
   }
   if (probe.group.empty()) {
     no_group_code_ = code;
@@ -96,10 +108,10 @@ absl::StatusOr<uint16_t> Shard::GroupCode(const IdProbe& probe) {
 void Shard::Forget(TimerRef ref) {
   // Before Free: erasing hashes and compares through the record.
   index_.erase(ref);
-  if (keep_ordered_) ordered_.erase(OrderedRefOf(ref));
   const uint16_t code = pool_[ref].group;
+  if (keep_ordered_) groups_[code].ordered.erase(OrderedRefOf(ref));
   pool_.Free(ref);
-  if (--groups_[code].timers == 0) {
+  if (id_groups_ && --groups_[code].timers == 0) {
     if (groups_[code].name.empty()) {
       no_group_code_ = -1;
     } else {
@@ -163,12 +175,16 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
     Unfile(ref);
     pool_.SetPayload(ref, spec.payload);
   } else {
-    absl::StatusOr<uint16_t> code = GroupCode(probe);
-    if (!code.ok()) return code.status();
-    ++groups_[*code].timers;
-    ref = pool_.Allocate(probe.rest, spec.payload, TimerIdHash(spec.id), *code);
+    uint16_t code = 0;
+    if (id_groups_) {
+      absl::StatusOr<uint16_t> known = GroupCode(probe);
+      if (!known.ok()) return known.status();
+      code = *known;
+      ++groups_[code].timers;
+    }
+    ref = pool_.Allocate(probe.rest, spec.payload, TimerIdHash(spec.id), code);
     index_.insert(ref);
-    if (keep_ordered_) ordered_.insert(OrderedRefOf(ref));
+    if (keep_ordered_) groups_[code].ordered.insert(OrderedRefOf(ref));
   }
   TimerRecord& r = pool_[ref];
   if (spec.when.kind == When::Kind::kTtl) {
@@ -392,31 +408,24 @@ void Shard::ForEach(TimerVisitor visit) const {
   for (TimerRef ref : index_) visit(ViewOf(ref));
 }
 
-Shard::OrderedKey Shard::OrderedKeyOf(uint16_t group, std::string_view rest) {
+uint32_t Shard::PrefixOf(std::string_view rest) {
   uint32_t prefix = 0;
   for (size_t i = 0; i < 4; ++i) {
     prefix = (prefix << 8) | (i < rest.size() ? static_cast<unsigned char>(rest[i]) : 0u);
   }
-  return OrderedKey{group, prefix};
+  return prefix;
 }
 
-Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const {
-  OrderedRef r;
-  static_cast<OrderedKey&>(r) = OrderedKeyOf(pool_[ref].group, pool_[ref].id());
-  r.ref = ref;
-  return r;
-}
+Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const { return {PrefixOf(pool_[ref].id()), ref}; }
 
 void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
                               absl::FunctionRef<bool(const TimerView&)> visit) const {
   if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
   const IdProbe id = Probe(after);
   if (!id.known) return;  // No pending timer in that group.
-  OrderedProbe probe;
-  static_cast<OrderedKey&>(probe) = OrderedKeyOf(id.code, id.rest);
-  probe.id = id.rest;
-  for (auto it = inclusive ? ordered_.lower_bound(probe) : ordered_.upper_bound(probe);
-       it != ordered_.end() && it->group == probe.group; ++it) {
+  const OrderedIndex& ordered = groups_[id.code].ordered;
+  const OrderedProbe probe{PrefixOf(id.rest), id.rest};
+  for (auto it = inclusive ? ordered.lower_bound(probe) : ordered.upper_bound(probe); it != ordered.end(); ++it) {
     if (!visit(ViewOf(it->ref))) return;
   }
 }
@@ -424,7 +433,9 @@ void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
 size_t Shard::MemoryBytes() const {
   return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
-         keys_.capacity() * sizeof(FireKey) + ordered_.size() * (sizeof(OrderedRef) + 2) +
+         keys_.capacity() * sizeof(FireKey) +
+         // B-tree nodes filled in random order are about 2/3 full.
+         (keep_ordered_ ? pool_.live() * sizeof(OrderedRef) * 3 / 2 : 0) +
          groups_.capacity() * sizeof(Group) + group_codes_.capacity() * (sizeof(std::string) + 3);
 }
 
@@ -432,17 +443,21 @@ void Shard::CheckInvariants() const {
   lawn_.CheckInvariants();
   wheel_.CheckInvariants();
   if (index_.size() != pool_.live()) InvariantBroken("index size differs from live records");
-  if (keep_ordered_) {
-    if (ordered_.size() != pool_.live()) InvariantBroken("ordered index size differs from live records");
-    for (auto it = ordered_.begin(); it != ordered_.end(); ++it) {
+  size_t ordered_size = 0;
+  for (size_t code = 0; code < groups_.size(); ++code) {
+    const OrderedIndex& ordered = groups_[code].ordered;
+    if (!keep_ordered_ && !ordered.empty()) InvariantBroken("ordered index kept without ordered_index");
+    ordered_size += ordered.size();
+    for (auto it = ordered.begin(); it != ordered.end(); ++it) {
       if (index_.find(it->ref) == index_.end()) InvariantBroken("ordered index holds a dead ref");
-      const OrderedKey key = OrderedKeyOf(pool_[it->ref].group, pool_[it->ref].id());
-      if (key.group != it->group || key.prefix != it->prefix) InvariantBroken("ordered key is stale");
-      if (std::next(it) != ordered_.end() && !ordered_.key_comp()(*it, *std::next(it))) {
+      if (pool_[it->ref].group != code) InvariantBroken("ordered index of another group holds the timer");
+      if (PrefixOf(pool_[it->ref].id()) != it->prefix) InvariantBroken("ordered key is stale");
+      if (std::next(it) != ordered.end() && !ordered.key_comp()(*it, *std::next(it))) {
         InvariantBroken("ordered index out of order");
       }
     }
   }
+  if (keep_ordered_ && ordered_size != pool_.live()) InvariantBroken("ordered index size differs from live records");
   if (lawn_.size() + wheel_.size() + held_count_ != pool_.live()) {
     InvariantBroken("filed and held timers differ from live records");
   }
@@ -468,11 +483,19 @@ void Shard::CheckInvariants() const {
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
     if (Find(whole) != ref) InvariantBroken("index lookup does not find the record");
     if (r.id_hash != TimerIdHash(whole)) InvariantBroken("stale id hash");
+    ++group_timers[r.group < groups_.size() ? r.group : 0];
+    if (!id_groups_) {
+      if (r.group != 0) InvariantBroken("a group code without id_groups");
+      continue;
+    }
     if (r.group >= groups_.size() || groups_[r.group].timers == 0) InvariantBroken("record's code names no group");
     if (groups_[r.group].name.empty() ? r.group != no_group_code_ : GroupOf(whole) != groups_[r.group].name) {
       InvariantBroken("record's code names another group");
     }
-    ++group_timers[r.group];
+  }
+  if (!id_groups_) {
+    if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty()) InvariantBroken("group table used");
+    return;
   }
   for (size_t code = 0; code < groups_.size(); ++code) {
     const Group& g = groups_[code];

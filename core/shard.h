@@ -22,12 +22,13 @@
 // its grid and reported with `skipped` set, so the caller can persist its next deadline). A held timer is
 // never fired early: it was due when held, and it fires only when released.
 //
-// Groups: an id's group is its bytes up to and including its first 0x00 byte, or none when it has no 0x00
-// (lawnd's ids are `namespace \0 id`: a group is a namespace). The shard keeps each group's bytes once, in a
-// table of at most 65,536 groups with pending timers (no group counts as one), and a 16-bit code in each
-// record, so that a short id
-// after a long group still fits inside its record (no allocation; BENCHMARKS.md section 5). Views return the
-// two parts apart (TimerView::group, TimerView::id); every method takes the whole id.
+// Groups (ShardOptions::id_groups): an id's group is its bytes up to and including its first 0x00 byte, or
+// none when it has no 0x00 (lawnd's ids are `namespace \0 id`: a group is a namespace). The shard keeps each
+// group's bytes once, in a table of at most 65,536 groups with pending timers (no group counts as one), and a
+// 16-bit code in each record, so that a short id after a long group still fits inside its record (no
+// allocation; BENCHMARKS.md section 5). Views return the two parts apart (TimerView::group, TimerView::id);
+// every method takes the whole id. Without id_groups every id is in the one group "" (binary ids with 0x00
+// bytes in them cost nothing extra).
 //
 // Thread-safety: none. A shard is owned by one thread.
 #pragma once
@@ -60,6 +61,8 @@ struct ShardOptions {
   // per start and delete) so VisitInOrder reads a range instead of scanning every timer. Not free: each
   // compare reads a record, ~2.7 us of CPU per start at a million timers (BENCHMARKS.md section 7).
   bool ordered_index = false;
+  // Split ids into groups (see "Groups" above): for ids that share long prefixes up to a 0x00 byte.
+  bool id_groups = false;
 };
 
 // When a timer is due: `ttl_ns` after now, or at the absolute `deadline_ns`.
@@ -147,7 +150,7 @@ class Shard {
 
   // Starts a timer. ALREADY_EXISTS if the id is pending and !spec.replace; INVALID_ARGUMENT for an empty id,
   // more than 65,535 id bytes after its group, or a zero ttl; RESOURCE_EXHAUSTED for a 65,537th group with
-  // pending timers. On success `on_started` (if given) sees the stored timer.
+  // pending timers (id_groups only). On success `on_started` (if given) sees the stored timer.
   absl::Status Start(const StartSpec& spec, uint64_t now_ns);
   absl::Status Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor on_started);
 
@@ -199,7 +202,10 @@ class Shard {
 
   size_t pending() const { return pool_.live(); }
   // Groups with pending timers.
-  size_t groups() const { return group_codes_.size() + (no_group_code_ >= 0 ? 1 : 0); }
+  size_t groups() const {
+    if (!id_groups_) return pool_.live() != 0 ? 1 : 0;
+    return group_codes_.size() + (no_group_code_ >= 0 ? 1 : 0);
+  }
   size_t lawn_pending() const { return lawn_.size(); }
   size_t wheel_pending() const { return wheel_.size(); }
   size_t lawn_buckets() const { return lawn_.bucket_count(); }
@@ -238,33 +244,32 @@ class Shard {
     bool operator()(const IdProbe& a, TimerRef b) const { return (*this)(b, a); }
   };
 
-  // The ordered index orders by (group code, first 4 bytes of the id after its group, the rest), so that ids
-  // of one group are contiguous and in id order, and most comparisons are decided by the two words in the
-  // entry without reading the record (a cache miss each; BENCHMARKS.md section 7). A group keeps its code
-  // while it has pending timers, which are the only ones in the index.
-  struct OrderedKey {
-    uint32_t group;
+  // Each group has its own ordered index, ordered by (first 4 bytes of the id after the group, the rest):
+  // most comparisons are decided by the entry's prefix word without reading the record (a cache miss each;
+  // BENCHMARKS.md section 7), and an entry is 8 bytes (no group in it).
+  struct OrderedRef {
     uint32_t prefix;  // Big-endian, zero-padded: orders like the bytes it holds.
-  };
-  struct OrderedRef : OrderedKey {
     TimerRef ref;
   };
-  struct OrderedProbe : OrderedKey {
+  struct OrderedProbe {
+    uint32_t prefix;
     std::string_view id;  // After the group.
   };
-  static OrderedKey OrderedKeyOf(uint16_t group, std::string_view rest);
+  static uint32_t PrefixOf(std::string_view rest);
   struct OrderedLess {
     using is_transparent = void;
+    OrderedLess() : pool(nullptr) {}  // A constructor, not a member initializer: Group uses it in-class.
+    explicit OrderedLess(const TimerPool* p) : pool(p) {}
     const TimerPool* pool;
     std::string_view IdOf(const OrderedRef& r) const { return (*pool)[r.ref].id(); }
     std::string_view IdOf(const OrderedProbe& p) const { return p.id; }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
-      if (a.group != b.group) return a.group < b.group;
       if (a.prefix != b.prefix) return a.prefix < b.prefix;
       return IdOf(a) < IdOf(b);
     }
   };
+  using OrderedIndex = absl::btree_set<OrderedRef, OrderedLess>;
   OrderedRef OrderedRefOf(TimerRef ref) const;
 
   // Splits `id` at its group and resolves the group's code.
@@ -296,14 +301,17 @@ class Shard {
   struct Group {
     std::string name;     // Its bytes, the trailing 0x00 included; "" for ids without a group and free codes.
     uint64_t timers = 0;  // Pending timers of the group in this shard; the code is free while 0.
+    OrderedIndex ordered;  // Its timers in id order; empty unless keep_ordered_.
   };
   std::vector<Group> groups_;  // By code.
   absl::flat_hash_map<std::string, uint16_t> group_codes_;  // Name -> code, for groups with pending timers.
-  int32_t no_group_code_ = -1;  // The code of ids without a group while any is pending, else -1.
+  // The code of ids without a group while any is pending, else -1. Without id_groups: 0, always (the one
+  // group is not counted: nothing is kept per group on the hot path then).
+  int32_t no_group_code_ = -1;
   std::vector<uint16_t> free_group_codes_;
   absl::flat_hash_set<TimerRef, IdHash, IdEq> index_;
   const bool keep_ordered_;
-  absl::btree_set<OrderedRef, OrderedLess> ordered_;  // Empty unless keep_ordered_.
+  const bool id_groups_;
   Lawn lawn_;
   TimingWheel wheel_;
   TtlRouter router_;

@@ -28,7 +28,8 @@ inline constexpr TimerRef kNoTimer = UINT32_MAX;
 // Where a pending timer is filed; lets delete and reschedule find its container in O(1).
 enum class Home : uint8_t { kNone, kLawn, kWheel, kHeld };
 
-struct TimerRecord {
+// alignas(64): records start on cache-line boundaries, so a lookup or a link update touches one line, not two.
+struct alignas(64) TimerRecord {
   // 17: what is left of the cache line after the fields below. A 16-byte id fits with its group kept as a
   // 16-bit code (lawnd's `namespace \0 id` keys cost no allocation; BENCHMARKS.md section 5).
   static constexpr uint32_t kInlineBytes = 17;

@@ -67,6 +67,7 @@ absl::Status Runtime::Start() {
   shard_options.max_lawn_buckets = options_.lawn_max_buckets;
   shard_options.lawn_promote_after = options_.lawn_promote_after;
   shard_options.ordered_index = true;  // ListTimers reads ranges of it.
+  shard_options.id_groups = true;      // Keys are namespace \0 id: a namespace is kept once per shard.
   const SyncMode mode = options_.durability == Durability::kSync ? SyncMode::kSync : SyncMode::kNoSync;
   for (uint32_t i = 0; i < options_.shards; ++i) {
     workers_.push_back(std::make_unique<ShardWorker>(i, shard_options, *this, store_.get(), mode));

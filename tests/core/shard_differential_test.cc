@@ -30,7 +30,7 @@ using ::lawn::test::Rng;
 struct Config {
   uint64_t seed = 1;
   uint64_t ops = 100000;
-  ShardOptions options;
+  ShardOptions options{.id_groups = true};
   uint64_t start_ns = 0;
   uint32_t ids = 2000;          // Size of the id space: small enough that ids collide often.
   bool change_tick = false;     // Occasionally SetTick among 1 ms / 10 ms / 1 us.
@@ -43,8 +43,8 @@ class ShardDifferential {
   explicit ShardDifferential(const Config& config)
       : config_(config), shard_(config.options), model_(config.options.tick_ns), rng_(config.seed),
         now_(config.start_ns) {
-    // Two thirds of the ids have a group (see Shard's "Groups"), of 5 groups whose codes are freed and reused
-    // as their timers come and go.
+    // Two thirds of the ids have a group (see Shard's "Groups"; with ShardOptions::id_groups), of 5 groups
+    // whose codes are freed and reused as their timers come and go.
     for (uint32_t i = 0; i < config.ids; ++i) {
       const std::string id = "timer-" + std::to_string(i);
       ids_.push_back(i % 3 == 0 ? id : "g" + std::to_string(i % 5) + std::string(1, '\0') + id);
@@ -361,6 +361,7 @@ TEST(ShardDifferentialTest, OneUsTickSmallIdSpaceMatchesReference) {
   config.ops = 400000;
   config.options.tick_ns = kUs;
   config.options.lawn_promote_after = 3;
+  config.options.id_groups = false;  // The same ids, 0x00 bytes and all, as plain ids.
   config.start_ns = 77 * kSec + 3;
   config.ids = 300;
   RunDifferential(config);

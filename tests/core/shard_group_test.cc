@@ -14,6 +14,13 @@ namespace {
 using test::kSec;
 using test::TtlSpec;
 
+ShardOptions Grouping() {
+  ShardOptions options;
+  options.id_groups = true;
+  options.ordered_index = true;  // As lawnd runs it.
+  return options;
+}
+
 std::string Grouped(std::string_view group, std::string_view id) {
   std::string key(group);
   key.push_back('\0');
@@ -29,7 +36,7 @@ std::string Id16(int i) {
 }
 
 TEST(ShardGroupTest, ViewsSplitTheIdAtItsGroup) {
-  Shard shard;
+  Shard shard(Grouping());
   const std::string key = Grouped("orders", "o-1");
   ASSERT_TRUE(shard.Start(TtlSpec(key, kSec, "pay"), 0).ok());
   ASSERT_TRUE(shard.Start(TtlSpec("plain", kSec), 0).ok());
@@ -59,8 +66,8 @@ TEST(ShardGroupTest, ViewsSplitTheIdAtItsGroup) {
 TEST(ShardGroupTest, ALongGroupCostsAShortIdNothing) {
   // The same 16-byte ids with and without a 40-byte group: the records hold them inline either way, so the
   // shards differ only by the one group's table entry.
-  Shard plain;
-  Shard grouped;
+  Shard plain(Grouping());
+  Shard grouped(Grouping());
   const std::string group(40, 'n');
   for (int i = 0; i < 10'000; ++i) {
     ASSERT_TRUE(plain.Start(TtlSpec(Id16(i), kSec), 0).ok());
@@ -71,7 +78,7 @@ TEST(ShardGroupTest, ALongGroupCostsAShortIdNothing) {
 }
 
 TEST(ShardGroupTest, ALastTimerFreesItsGroupsCodeForAnotherGroup) {
-  Shard shard;
+  Shard shard(Grouping());
   for (const char* g : {"a", "b", "c"}) {
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(shard.Start(TtlSpec(Grouped(g, Id16(i)), kSec), 0).ok());
   }
@@ -93,7 +100,7 @@ TEST(ShardGroupTest, ALastTimerFreesItsGroupsCodeForAnotherGroup) {
 
 TEST(ShardGroupTest, TheGroupTableIsBoundedAndRefusesClearly) {
   // 65,536 groups: as many as lawnd's max_namespaces allows, all in one shard.
-  Shard shard;
+  Shard shard(Grouping());
   for (int g = 0; g < 65'536; ++g) {
     ASSERT_TRUE(shard.Start(TtlSpec(Grouped("g" + std::to_string(g), "x"), kSec), 0).ok()) << g;
   }
@@ -114,7 +121,7 @@ TEST(ShardGroupTest, TheGroupTableIsBoundedAndRefusesClearly) {
 }
 
 TEST(ShardGroupTest, IdBytesAfterTheGroupAreBoundedNotTheGroup) {
-  Shard shard;
+  Shard shard(Grouping());
   const std::string too_long = Grouped("g", std::string(65'536, 'i'));
   const absl::Status status = shard.Start(TtlSpec(too_long, kSec), 0);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
@@ -125,8 +132,22 @@ TEST(ShardGroupTest, IdBytesAfterTheGroupAreBoundedNotTheGroup) {
   shard.CheckInvariants();
 }
 
+TEST(ShardGroupTest, WithoutIdGroupsAZeroByteIsJustAByte) {
+  Shard shard;  // id_groups off.
+  for (int i = 0; i < 70'000; ++i) {  // More distinct "groups" than the table could hold.
+    ASSERT_TRUE(shard.Start(TtlSpec(Grouped("g" + std::to_string(i), "x"), kSec), 0).ok()) << i;
+  }
+  const std::optional<TimerView> v = shard.Get(Grouped("g5", "x"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->group, "");
+  EXPECT_EQ(v->id, Grouped("g5", "x"));
+  EXPECT_EQ(shard.groups(), 1u);
+  EXPECT_EQ(shard.Start(TtlSpec(std::string(65'536, 'j'), kSec), 0).code(), absl::StatusCode::kInvalidArgument);
+  shard.CheckInvariants();
+}
+
 TEST(ShardGroupTest, AnEmptyIdAfterItsGroupAndAGroupOfOnlyTheZeroByte) {
-  Shard shard;
+  Shard shard(Grouping());
   const std::string only_group = Grouped("ns", "");
   const std::string zero_first = std::string(1, '\0') + "x";
   ASSERT_TRUE(shard.Start(TtlSpec(only_group, kSec), 0).ok());

@@ -48,6 +48,7 @@ std::vector<std::string> Expected(const std::set<std::string>& live, const std::
 TEST(ShardOrderedTest, VisitsARangeInIdOrder) {
   ShardOptions options;
   options.ordered_index = true;
+  options.id_groups = true;
   Shard shard(options);
   for (std::string_view id : {std::string_view("a"), std::string_view("c"), std::string_view("b\0x", 3),
                               std::string_view("b\0a", 3), std::string_view("b")}) {
@@ -65,6 +66,7 @@ TEST(ShardOrderedTest, VisitsARangeInIdOrder) {
 TEST(ShardOrderedTest, RandomOperationsMatchASetOracle) {
   ShardOptions options;
   options.ordered_index = true;
+  options.id_groups = true;
   Shard shard(options);
   std::set<std::string> live;
   std::mt19937_64 rng(7);
@@ -104,6 +106,7 @@ TEST(ShardOrderedTest, RandomOperationsMatchASetOracle) {
 TEST(ShardOrderedTest, SharedPrefixesAndShortIdsKeepByteOrder) {
   ShardOptions options;
   options.ordered_index = true;
+  options.id_groups = true;
   Shard shard(options);
   std::set<std::string> live;
   const std::vector<std::string> rests = {"a",    "ab", "abc", "abcd", "abcde", "abcdX", "abcc", "b",
