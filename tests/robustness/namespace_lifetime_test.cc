@@ -161,8 +161,11 @@ TEST_F(NamespaceLifetimeTest, SubscriptionsToEmptyNamesAreBoundedAndLeaveNoTrace
   StartLawnd("max_namespaces: 2\n");
   TestSubscriber w1(*stub_, "w1");
   TestSubscriber w2(*stub_, "w2");
+  // Both open in the background: a third watch opened before they are attached could take a slot first (and
+  // one of them be refused instead; seen under ASan with tests in parallel).
+  ASSERT_TRUE(WaitFor([&] { return Listed("w1") && Listed("w2"); }, std::chrono::seconds(30)));
   ASSERT_TRUE(WaitFor([&] {
-    // Opened in the background: a third watch is refused once both are attached.
+    // Both are attached: a third watch is refused.
     TestSubscriber w3(*stub_, "w3");
     std::optional<grpc::Status> end = w3.WaitEnd(milliseconds(2000));
     if (!end.has_value()) return false;
