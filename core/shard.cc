@@ -23,7 +23,7 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UIN
 
 uint32_t TimerIdHash(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
 
-size_t Shard::IdHash::operator()(const IdProbe& probe) const { return TimerIdHash(probe.whole); }
+size_t Shard::IdHash::operator()(const IdProbe& probe) const { return probe.hash; }
 
 namespace {
 
@@ -55,6 +55,7 @@ Shard::~Shard() = default;
 Shard::IdProbe Shard::Probe(std::string_view id) const {
   IdProbe probe;
   probe.whole = id;
+  probe.hash = TimerIdHash(id);
   if (!id_groups_) {
     probe.rest = id;
     probe.known = true;
@@ -182,7 +183,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
       code = *known;
       ++groups_[code].timers;
     }
-    ref = pool_.Allocate(probe.rest, spec.payload, TimerIdHash(spec.id), code);
+    ref = pool_.Allocate(probe.rest, spec.payload, probe.hash, code);
     index_.insert(ref);
     if (keep_ordered_) groups_[code].ordered.insert(OrderedRefOf(ref));
   }
@@ -483,7 +484,6 @@ void Shard::CheckInvariants() const {
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
     if (Find(whole) != ref) InvariantBroken("index lookup does not find the record");
     if (r.id_hash != TimerIdHash(whole)) InvariantBroken("stale id hash");
-    ++group_timers[r.group < groups_.size() ? r.group : 0];
     if (!id_groups_) {
       if (r.group != 0) InvariantBroken("a group code without id_groups");
       continue;
@@ -492,6 +492,7 @@ void Shard::CheckInvariants() const {
     if (groups_[r.group].name.empty() ? r.group != no_group_code_ : GroupOf(whole) != groups_[r.group].name) {
       InvariantBroken("record's code names another group");
     }
+    ++group_timers[r.group];
   }
   if (!id_groups_) {
     if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty()) InvariantBroken("group table used");

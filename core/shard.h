@@ -224,6 +224,7 @@ class Shard {
     std::string_view whole;
     std::string_view group;
     std::string_view rest;
+    uint32_t hash = 0;  // TimerIdHash(whole): computed once, for the index and the new record.
     uint16_t code = 0;
     bool known = false;  // False if this shard holds no timer of the id's group: no timer can match.
   };
