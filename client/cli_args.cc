@@ -23,6 +23,7 @@ constexpr CommandSpec kCommands[] = {
     {"health", CliCommand::kHealth, false}, {"stats", CliCommand::kStats, false},
     {"checkpoint", CliCommand::kCheckpoint, true},
     {"set-tick", CliCommand::kSetTick, true},
+    {"cluster", CliCommand::kCluster, true},  // The <id> is the subcommand: status or map.
 };
 
 constexpr unsigned Bit(CliCommand c) { return 1u << static_cast<unsigned>(c); }
@@ -346,6 +347,9 @@ Commands:
   set-tick <duration>
       Change the firing resolution of the running lawnd (1us..1s, e.g. 10ms) until its next restart; prints
       the previous tick. Needs the admin permission.
+  cluster status|map
+      Cluster mode: `status` prints the members (address, live, partitions owned) and the leader as the
+      member at --addr sees them; `map` prints which member owns each range of partitions, with epochs.
 
 Global flags (before or after the command):
   --addr HOST:PORT   lawnd's address (default: $LAWN_ADDR, else 127.0.0.1:7070)

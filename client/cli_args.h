@@ -35,7 +35,7 @@ inline constexpr int kExitResourceExhausted = 7;
 int ExitCodeFor(absl::StatusCode code);
 
 enum class CliCommand { kHelp, kStart, kDelete, kGet, kReschedule, kList, kSubscribe, kHealth, kStats, kCheckpoint,
-                       kSetTick };
+                       kSetTick, kCluster };
 
 struct CliArgs {
   CliCommand command = CliCommand::kHelp;

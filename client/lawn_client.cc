@@ -193,6 +193,18 @@ absl::StatusOr<v1::GetStatsResponse> LawnClient::GetStats() {
   return response;
 }
 
+absl::StatusOr<v1::GetClusterMapResponse> LawnClient::GetClusterMap() {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::GetClusterMapResponse response;
+  if (grpc::Status s = v1::ClusterService::NewStub(channel_)->GetClusterMap(&context, v1::GetClusterMapRequest(),
+                                                                            &response);
+      !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return response;
+}
+
 absl::StatusOr<std::string> LawnClient::CreateCheckpoint(const std::string& name) {
   grpc::ClientContext context;
   PrepareContext(context);

@@ -28,6 +28,7 @@
 #include "client/subscription.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "lawn/v1/cluster.grpc.pb.h"
 #include "lawn/v1/timer.grpc.pb.h"
 #include "lawn/v1/timer.pb.h"
 
@@ -113,6 +114,9 @@ class LawnClient {
 
   // Operator statistics: totals, per shard, per namespace.
   absl::StatusOr<v1::GetStatsResponse> GetStats();
+  // lawn.v1.ClusterService.GetClusterMap: the members and partition owners as the member called sees them.
+  // FAILED_PRECONDITION from a lawnd that runs alone.
+  absl::StatusOr<v1::GetClusterMapResponse> GetClusterMap();
   // lawn.v1.AdminService.CreateCheckpoint: returns the checkpoint's path on lawnd's file system.
   absl::StatusOr<std::string> CreateCheckpoint(const std::string& name);
   // lawn.v1.AdminService.SetTick: changes the firing resolution of the running lawnd (1us..1s); returns the

@@ -106,6 +106,41 @@ int Stats(const CliArgs& args, LawnClient& client) {
   return Print(args, *stats, StatsText(*stats));
 }
 
+// `cluster status` and `cluster map`: the cluster as the member at --addr sees it.
+int Cluster(const CliArgs& args, LawnClient& client) {
+  if (args.id != "status" && args.id != "map") {
+    std::fprintf(stderr, "lawnctl: cluster: unknown subcommand '%s'; use status or map\n", args.id.c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<v1::GetClusterMapResponse> map = client.GetClusterMap();
+  if (!map.ok()) return Fail(map.status());
+  std::string text;
+  if (args.id == "status") {
+    text = "cluster " + map->cluster() + ": " + std::to_string(map->partitions()) + " partitions, leader " +
+           (map->leader().empty() ? "(none)" : map->leader()) + ", seen from " + map->member() +
+           (map->serving() ? " (serving)" : " (NOT serving: its lease is not certainly alive)") + "\n";
+    uint32_t unowned = 0;
+    for (const v1::PartitionOwner& owner : map->owners()) unowned += owner.member().empty() ? 1 : 0;
+    for (const v1::ClusterMember& member : map->members()) {
+      text += "  " + member.name() + "  " + (member.live() ? member.address() : std::string("(not live)")) + "  " +
+              std::to_string(member.partitions_owned()) + " partitions\n";
+    }
+    if (unowned > 0) text += "  " + std::to_string(unowned) + " partitions have no owner yet\n";
+  } else {
+    // Runs of consecutive partitions with one owner, one line each.
+    const auto& owners = map->owners();
+    for (int i = 0; i < owners.size();) {
+      int j = i;
+      while (j + 1 < owners.size() && owners[j + 1].member() == owners[i].member()) ++j;
+      text += std::to_string(owners[i].partition()) + "-" + std::to_string(owners[j].partition()) + "  " +
+              (owners[i].member().empty() ? std::string("(no owner)") : owners[i].member()) + "\n";
+      i = j + 1;
+    }
+  }
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return Print(args, *map, text);
+}
+
 // REQUIRES: SIGINT and SIGTERM blocked in every thread (main blocks them before any thread exists), so they
 // are taken here with sigtimedwait.
 int Subscribe(const CliArgs& args, LawnClient& client, const sigset_t& stop_signals) {
@@ -229,6 +264,8 @@ int Run(const CliArgs& args, const sigset_t& stop_signals) {
       *response.mutable_previous() = ToProtoDuration(*previous);
       return Print(args, response, "tick set to " + args.id + " (was " + std::to_string(previous->count()) + " ns)");
     }
+    case CliCommand::kCluster:
+      return Cluster(args, *client);
     case CliCommand::kHelp:
       break;
   }

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,10 @@ absl::StatusOr<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Start(EtcdClient& etcd
 LeaseKeeper::LeaseKeeper(EtcdClient& etcd, const LeaseKeeperOptions& options, int64_t lease, std::chrono::seconds ttl,
                          BootClock::time_point valid_until)
     : etcd_(etcd), options_(options), lease_(lease), ttl_(ttl), valid_until_(valid_until) {
+  {
+    absl::MutexLock lock(&mu_);
+    PublishLocked();
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -69,6 +74,7 @@ absl::Status LeaseKeeper::Revoke() {
   {
     absl::MutexLock lock(&mu_);
     valid_until_ = BootClock::time_point::min();
+    PublishLocked();
   }
   return etcd_.RevokeLease(lease_);
 }
@@ -94,10 +100,12 @@ void LeaseKeeper::Run() {
       ++renewals_;
       ttl_ = *granted;
       valid_until_ = std::max(valid_until_, sent + *granted);
+      PublishLocked();
       next = attempt + every;  // A fixed rate from each send, whatever the call took.
     } else if (absl::IsNotFound(granted.status())) {
       lost_ = true;  // Gone at etcd: nothing to renew any more.
       valid_until_ = BootClock::time_point::min();
+      PublishLocked();
       return;
     } else {
       ++failures_;  // etcd unreachable or slow: try again soon; Fresh() runs out by itself meanwhile.
@@ -111,7 +119,16 @@ std::chrono::seconds LeaseKeeper::ttl() const {
   return ttl_;
 }
 
-bool LeaseKeeper::Fresh() const { return FreshFor() > BootClock::duration::zero(); }
+void LeaseKeeper::PublishLocked() {
+  const int64_t until = valid_until_ == BootClock::time_point::min()
+                            ? std::numeric_limits<int64_t>::min()
+                            : (valid_until_ - options_.margin).time_since_epoch().count();
+  fresh_until_ns_.store(until, std::memory_order_release);
+}
+
+bool LeaseKeeper::Fresh() const {
+  return BootClock::now().time_since_epoch().count() < fresh_until_ns_.load(std::memory_order_acquire);
+}
 
 BootClock::duration LeaseKeeper::FreshFor() const {
   absl::MutexLock lock(&mu_);

@@ -19,7 +19,9 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <limits>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -100,12 +102,17 @@ class LeaseKeeper {
   std::condition_variable wake_;
   bool stopping_ = false;  // Guarded by sleep_mu_.
 
+  // Copies valid_until_ - margin into fresh_until_ns_ (Fresh() reads it without the mutex: workers of every
+  // shard check it before they fire).
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   std::chrono::seconds ttl_ ABSL_GUARDED_BY(mu_);
   BootClock::time_point valid_until_ ABSL_GUARDED_BY(mu_);
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   int64_t renewals_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> fresh_until_ns_{std::numeric_limits<int64_t>::min()};  // BootClock ns.
 };
 
 }  // namespace lawn

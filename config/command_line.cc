@@ -41,6 +41,9 @@ constexpr Flag kFlags[] = {
     {"log-format", "log_format", "FORMAT", "text or json"},
     {"durability", "durability", "MODE", "sync, interval or memory"},
     {"tick", "tick", "DURATION", "timing wheel granularity, 1us..1s, e.g. 1ms"},
+    {"cluster-etcd-endpoints", "cluster.etcd_endpoints", "LIST", "cluster mode: etcd host:port, comma-separated"},
+    {"cluster-member", "cluster.member", "NAME", "cluster mode: this member's stable name"},
+    {"cluster-advertise", "cluster.advertise", "ADDR", "cluster mode: address the other members reach this one at"},
     {"skip-corrupt-records", "skip_corrupt_records", "", "recovery skips (logs, counts) undecodable records"},
 };
 

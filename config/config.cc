@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
 #include "base/namespace_pattern.h"
 #include "base/status_macros.h"
 #include "config/fields.h"
@@ -178,6 +179,19 @@ absl::Status ApplyYamlOrThrow(std::string_view text, Options& options) {
       }
       for (const auto& inner : entry.second) {
         const std::string inner_key = inner.first.IsScalar() ? inner.first.Scalar() : "?";
+        if (key == "cluster" && inner_key == "etcd_endpoints" && inner.second.IsSequence()) {
+          // The one list-valued key of a section: kept as the comma-separated string a flag gives.
+          std::string joined;
+          for (const auto& endpoint : inner.second) {
+            if (!endpoint.IsScalar() || endpoint.Scalar().empty() || endpoint.Scalar().find(',') != std::string::npos) {
+              return absl::InvalidArgumentError(KeyPrefix("cluster.etcd_endpoints") +
+                                                "expected a list of host:port strings, e.g. [\"127.0.0.1:2379\"]");
+            }
+            joined += (joined.empty() ? "" : ",") + endpoint.Scalar();
+          }
+          LAWN_RETURN_IF_ERROR(ApplyKey(key + "." + inner_key, YAML::Node(joined), seen, options));
+          continue;
+        }
         LAWN_RETURN_IF_ERROR(ApplyKey(key + "." + inner_key, inner.second, seen, options));
       }
       continue;
@@ -247,6 +261,54 @@ std::string_view DurabilityName(Durability durability) {
   return "unknown";
 }
 
+// A cluster or member name: it becomes part of etcd keys, so a plain word.
+bool IsClusterName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+// Cross-field rules of the `cluster:` section; without etcd endpoints the section is ignored.
+absl::Status ValidateCluster(const Options& options) {
+  if (options.cluster_etcd_endpoints.empty()) return absl::OkStatus();
+  for (absl::string_view piece : absl::StrSplit(options.cluster_etcd_endpoints, ',')) {
+    const std::string_view endpoint(piece.data(), piece.size());
+    if (!internal::IsHostPort(endpoint)) {
+      return absl::InvalidArgumentError(KeyPrefix("cluster.etcd_endpoints") + "\"" + std::string(endpoint) +
+                                        "\" is not host:port; write e.g. 127.0.0.1:2379");
+    }
+  }
+  if (!IsClusterName(options.cluster_name)) {
+    return absl::InvalidArgumentError(KeyPrefix("cluster.name") + "\"" + options.cluster_name +
+                                      "\" is not allowed; use 1..63 of [a-z0-9._-]");
+  }
+  if (!IsClusterName(options.cluster_member)) {
+    return absl::InvalidArgumentError(KeyPrefix("cluster.member") + "\"" + options.cluster_member +
+                                      "\" is not allowed; cluster mode needs this member's stable name, 1..63 of "
+                                      "[a-z0-9._-] (the pod name in a StatefulSet)");
+  }
+  if (options.cluster_advertise.empty()) {
+    return absl::InvalidArgumentError(KeyPrefix("cluster.advertise") +
+                                      "cluster mode needs the host:port the other members reach this one at");
+  }
+  if (options.cluster_lease_ttl % std::chrono::seconds(1) != std::chrono::nanoseconds(0)) {
+    return absl::InvalidArgumentError(KeyPrefix("cluster.lease_ttl") + "etcd leases are whole seconds; write e.g. 10s");
+  }
+  if (!options.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "config section 'cluster': cluster mode does not support tls yet (members forward calls to each other "
+        "in plaintext); run the cluster on a private network");
+  }
+  if (options.durability == Durability::kMemory) {
+    return absl::InvalidArgumentError(
+        "config section 'cluster': cluster mode needs a durable store (durability sync or interval), since a "
+        "member that restarts keeps its partitions");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Validate(Options& options) {
   for (const Field& field : Fields()) {
     LAWN_RETURN_IF_ERROR(WithPrefix(internal::CheckField(field, options), KeyPrefix(field.key)));
@@ -292,6 +354,7 @@ absl::Status Validate(Options& options) {
     return absl::InvalidArgumentError(
         "config key 'tls.client_ca_file': client certificates need TLS; set tls.cert_file and tls.key_file too");
   }
+  LAWN_RETURN_IF_ERROR(ValidateCluster(options));
   const bool any_port = options.listen.size() >= 2 && options.listen.compare(options.listen.size() - 2, 2, ":0") == 0;
   if (!options.health_listen.empty() && options.health_listen == options.listen && !any_port) {
     return absl::InvalidArgumentError("config key 'health_listen': must differ from listen (" + options.listen + ")");

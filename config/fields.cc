@@ -82,6 +82,14 @@ constexpr Field kFields[] = {
     {"log_format", FieldKind::kChoice, &Options::log_format, 0, 0, {}, kLogFormats},
     {"lawn_max_buckets", FieldKind::kCount, &Options::lawn_max_buckets, 1, 65'535},
     {"lawn_promote_after", FieldKind::kCount, &Options::lawn_promote_after, 1, 1'000},
+    {"cluster.etcd_endpoints", FieldKind::kPathOrEmpty, &Options::cluster_etcd_endpoints},
+    {"cluster.name", FieldKind::kPath, &Options::cluster_name},
+    {"cluster.member", FieldKind::kPathOrEmpty, &Options::cluster_member},
+    {"cluster.advertise", FieldKind::kAddressOrEmpty, &Options::cluster_advertise},
+    {"cluster.partitions", FieldKind::kCount, &Options::cluster_partitions, 1, 65'536},
+    {"cluster.lease_ttl", FieldKind::kDuration, &Options::cluster_lease_ttl, Nanos(std::chrono::seconds(2)),
+     Nanos(std::chrono::minutes(10))},
+    {"cluster.expect_members", FieldKind::kCount, &Options::cluster_expect_members, 1, 1'000},
 };
 
 std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
@@ -188,6 +196,8 @@ bool IsAddress(std::string_view address) {
 }
 
 }  // namespace
+
+bool IsHostPort(std::string_view address) { return IsAddress(address); }
 
 std::span<const Field> Fields() { return kFields; }
 

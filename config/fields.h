@@ -46,6 +46,9 @@ struct Field {
   std::span<const std::string_view> choices = {};  // kChoice: the allowed strings.
 };
 
+// host:port (or [IPv6]:port), port 0..65535: what kAddress fields accept.
+bool IsHostPort(std::string_view address);
+
 // Every field, in Options declaration order.
 std::span<const Field> Fields();
 

@@ -188,6 +188,33 @@ struct Options {
   // Allowed 1..1000. Default 2.
   uint32_t lawn_promote_after = 2;
 
+  // Cluster mode (section `cluster:`, docs/cluster.md). etcd's client endpoints, comma-separated host:port (the
+  // YAML may give a list); "" = no cluster: lawnd runs alone, exactly as without the section. Default "".
+  std::string cluster_etcd_endpoints;
+
+  // Key prefix of the cluster in etcd (/<name>/...): [a-z0-9._-], 1..63 characters. Default "lawn".
+  std::string cluster_name = "lawn";
+
+  // This member's stable name (the pod name in a StatefulSet): [a-z0-9._-], 1..63 characters. Required in
+  // cluster mode. Default "".
+  std::string cluster_member;
+
+  // host:port at which the other members (and routing clients) reach this one; port 0 = the port lawnd got
+  // for `listen`. Required in cluster mode. Default "".
+  std::string cluster_advertise;
+
+  // Partitions of the cluster, fixed when it first forms (stored in etcd; a member configured otherwise
+  // refuses to start). Allowed 1..65536. Default 1024.
+  uint32_t cluster_partitions = 1024;
+
+  // TTL of the member's etcd lease (whole seconds): a member that stops renewing it stops serving before
+  // it can expire. Allowed 2s..10m. Default 10s.
+  std::chrono::nanoseconds cluster_lease_ttl = std::chrono::seconds(10);
+
+  // A new cluster's partitions are handed out once this many members are live (as Consul's
+  // bootstrap_expect), so the first member to start does not take them all. Allowed 1..1000. Default 1.
+  uint32_t cluster_expect_members = 1;
+
   // Start rate limits per namespace (config section `rate_limits:`, a list). Empty = no limit. Not a field
   // of the key table (a list): the YAML loader parses it on its own.
   std::vector<RateLimit> rate_limits;

@@ -12,7 +12,11 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "config/config.h"
 #include "grpcpp/resource_quota.h"
+#include "absl/strings/str_split.h"
+#include "cluster/cluster_node.h"
 #include "server/admin_service.h"
+#include "server/cluster_router.h"
+#include "server/cluster_service.h"
 #include "server/auth.h"
 #include "server/rate_limiter.h"
 #include "server/tls.h"
@@ -157,10 +161,20 @@ absl::Status LawnServer::Start() {
     }
   }
 
+  const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
   runtime_ = std::make_unique<Runtime>(options_, std::move(store), metrics_.get());
+  if (cluster_mode) {
+    // Nothing fires until this member has joined and while it cannot prove its lease (docs/cluster.md).
+    runtime_->SetFiringFence([this] {
+      const ClusterNode* node = cluster_view_.load(std::memory_order_acquire);
+      return node != nullptr && node->Fresh();
+    });
+  }
   if (absl::Status s = runtime_->Start(); !s.ok()) return s;
 
   service_ = std::make_unique<TimerServiceImpl>(*runtime_, *auth_, *limiter_);
+  if (cluster_mode) service_->EnableClusterMode();
+  cluster_service_ = std::make_unique<ClusterServiceImpl>(*auth_, cluster_mode);
   // A revoked token or grant also ends the Subscribe streams it opened.
   auth_->SetReloadListener([service = service_.get()] { service->RecheckStreams(); });
   admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir, options_.checkpoint_retention,
@@ -176,6 +190,7 @@ absl::Status LawnServer::Start() {
   ApplyServerLimits(options_, builder);
   builder.RegisterService(service_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(cluster_service_.get());
   // A request larger than this is refused by gRPC with RESOURCE_EXHAUSTED before it is buffered whole.
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   server_ = builder.BuildAndStart();
@@ -205,11 +220,51 @@ absl::Status LawnServer::Start() {
     }
     spdlog::info("health (plaintext, grpc.health.v1 only) on {}:{}", HostOf(options_.health_listen), health_port_);
   }
+  if (cluster_mode) {
+    if (absl::Status s = JoinCluster(); !s.ok()) {
+      server_->Shutdown(std::chrono::system_clock::now());
+      server_.reset();
+      if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
+      health_server_.reset();
+      runtime_->Stop();
+      return s;
+    }
+  }
   UpdateHealth();
   runtime_->SetHealthListener([this] { UpdateHealth(); });
   spdlog::info("lawnd listening on {}:{} ({}{}; health NOT_SERVING until recovery is done)", HostOf(options_.listen),
                port_, options_.tls_cert_file.empty() ? "plaintext" : options_.tls_client_ca_file.empty() ? "TLS" : "mutual TLS",
                auth_->enabled() ? ", tokens required" : "");
+  return absl::OkStatus();
+}
+
+absl::Status LawnServer::JoinCluster() {
+  ClusterNodeOptions cluster;
+  for (absl::string_view endpoint : absl::StrSplit(options_.cluster_etcd_endpoints, ',')) {
+    cluster.etcd_endpoints.emplace_back(endpoint.data(), endpoint.size());
+  }
+  cluster.cluster = options_.cluster_name;
+  cluster.member = options_.cluster_member;
+  cluster.advertise = options_.cluster_advertise;
+  if (cluster.advertise.size() >= 2 && cluster.advertise.compare(cluster.advertise.size() - 2, 2, ":0") == 0) {
+    cluster.advertise = cluster.advertise.substr(0, cluster.advertise.size() - 1) + std::to_string(port_);
+  }
+  cluster.partitions = options_.cluster_partitions;
+  cluster.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(options_.cluster_lease_ttl);
+  cluster.expect_members = options_.cluster_expect_members;
+  absl::StatusOr<std::unique_ptr<ClusterNode>> node = ClusterNode::Join(cluster);
+  if (!node.ok()) {
+    return absl::Status(node.status().code(), "cannot join cluster '" + options_.cluster_name + "' through etcd " +
+                                                  options_.cluster_etcd_endpoints + ": " +
+                                                  std::string(node.status().message()));
+  }
+  cluster_ = std::move(*node);
+  router_ = std::make_unique<ClusterRouter>(*cluster_);
+  cluster_view_.store(cluster_.get(), std::memory_order_release);
+  service_->SetRouter(router_.get());
+  cluster_service_->SetNode(cluster_.get());
+  spdlog::info("cluster mode: member {} of cluster '{}' ({} partitions), advertising {}", cluster.member,
+               cluster.cluster, cluster.partitions, cluster.advertise);
   return absl::OkStatus();
 }
 
@@ -236,6 +291,11 @@ void LawnServer::Drain() {
   service_->CloseStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is shutting down; reconnect"));
   if (!service_->WaitIdle(deadline)) spdlog::warn("drain: calls still in flight at shutdown_timeout; cancelling");
   admin_->Drain();
+  if (cluster_ != nullptr) {
+    // The member key goes at once, so the others stop forwarding here; the fence closes, so nothing fires
+    // between here and the end. The partitions stay this member's until it comes back.
+    cluster_->Leave();
+  }
   // WaitIdle counts each call until gRPC is done sending its answer (UnaryCall::OnDone), so nothing admitted
   // is cut here: shut down at once rather than wait for idle clients to hang up.
   server_->Shutdown(std::chrono::system_clock::now());

@@ -7,6 +7,7 @@
 // Thread-safety: Start and Drain are called from one thread; health updates come from any thread.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,9 @@
 namespace lawn {
 
 class AdminServiceImpl;
+class ClusterNode;
+class ClusterRouter;
+class ClusterServiceImpl;
 class Authenticator;
 class Metrics;
 class RateLimiter;
@@ -58,6 +62,8 @@ class LawnServer {
 
  private:
   void UpdateHealth();
+  // Cluster mode: joins the cluster with the port lawnd got (cluster.advertise port 0).
+  absl::Status JoinCluster();
 
   const Options options_;
   const StoreOpener open_store_;
@@ -65,7 +71,12 @@ class LawnServer {
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<RateLimiter> limiter_;
+  // Cluster mode: the membership and the router (declared before the services and server_, which use them).
+  std::unique_ptr<ClusterNode> cluster_;
+  std::unique_ptr<ClusterRouter> router_;
+  std::atomic<ClusterNode*> cluster_view_{nullptr};  // The workers' firing fence reads it.
   std::unique_ptr<TimerServiceImpl> service_;
+  std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<TlsFileGuard> tls_files_;  // The TLS files gRPC reads; declared before server_ to outlive it.
   std::unique_ptr<grpc::Server> server_;

@@ -44,6 +44,13 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   // the call (gRPC holds the finish until the reactor is bound).
   void Reply(const grpc::Status& status);
 
+  // Answers the call with `status` and, if OK, `response` as it is (bytes another member answered; see
+  // server/cluster_router.h). Instead of Reply; any thread, exactly once.
+  void ReplyBytes(const grpc::Status& status, const grpc::ByteBuffer& response) {
+    if (status.ok()) *out_ = response;
+    Finish(status);
+  }
+
   // grpc::ServerUnaryReactor
   void OnDone() override {
     // The answer is on its way to the client (or the call was cancelled): the drain may shut gRPC down.

@@ -66,6 +66,11 @@ class Runtime {
   // Called (from any thread) when ready or write-failed state changes, so health can follow.
   void SetHealthListener(std::function<void()> listener);
 
+  // Cluster mode: `fence` (called by every worker before it fires; must be cheap and thread-safe) says
+  // whether this member may fire now; while it says no, due timers stay pending. Set before Start.
+  void SetFiringFence(std::function<bool()> fence) { fence_ = std::move(fence); }
+  bool MayFire() const { return !fence_ || fence_(); }
+
   uint32_t shard_count() const { return static_cast<uint32_t>(workers_.size()); }
   uint32_t ShardFor(std::string_view key) const;
   void Submit(uint32_t shard, std::unique_ptr<ShardCommand> command);
@@ -111,6 +116,7 @@ class Runtime {
   Metrics* const metrics_;
   Namespaces namespaces_;
   std::vector<std::unique_ptr<ShardWorker>> workers_;
+  std::function<bool()> fence_;  // Set before Start, read-only after.
   std::atomic<uint64_t> total_pending_{0};
   absl::Mutex tick_mu_;  // Serializes SetTick.
   std::atomic<uint64_t> tick_ns_;

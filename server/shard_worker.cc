@@ -184,8 +184,11 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
     expiry_enabled = expiry_enabled_;
   }
   // Expiry also writes: with the guard refusing, due timers simply stay pending until space returns.
-  expiry_blocked_ = expire && expiry_enabled && !admission_.ok();
-  if (expire && expiry_enabled && admission_.ok()) Expire();
+  // Cluster mode's fence (Runtime::MayFire): a member that cannot prove its lease fires nothing, and retries
+  // like a worker whose expiry the guard refused.
+  const bool may_fire = admission_.ok() && runtime_.MayFire();
+  expiry_blocked_ = expire && expiry_enabled && !may_fire;
+  if (expire && expiry_enabled && may_fire) Expire();
   PublishGauges();
 }
 

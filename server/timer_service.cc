@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "server/proto_convert.h"
 #include "server/start_request.h"
 #include "server/timer_commands.h"
@@ -75,6 +76,76 @@ absl::StatusOr<std::string> ParseKey(const std::string& ns_field, const std::str
 
 }  // namespace
 
+void TimerServiceImpl::ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router,
+                                     const std::string& address, std::vector<uint32_t> items,
+                                     std::shared_ptr<StartBatch> batch) {
+  const auto& request = static_cast<RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>*>(batch->call)->request;
+  v1::StartTimersRequest part;
+  part.set_return_timers(request.return_timers());
+  part.mutable_timers()->Reserve(static_cast<int>(items.size()));
+  for (uint32_t i : items) *part.add_timers() = request.timers(static_cast<int>(i));
+  grpc::ByteBuffer bytes;
+  if (grpc::Status s = SerializeMessage(part, &bytes); !s.ok()) {
+    for (uint32_t i : items) batch->ops[i].status = absl::InternalError("cannot forward: " + s.error_message());
+    if (batch->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) batch->Finish();
+    return;
+  }
+  router->Forward(
+      address, "/lawn.v1.TimerService/StartTimers", *context, bytes,
+      [items = std::move(items), batch = std::move(batch)](const grpc::Status& status, const grpc::ByteBuffer& raw) {
+        v1::StartTimersResponse answer;
+        if (status.ok() && (!ParseMessage(raw, &answer) || answer.results_size() != static_cast<int>(items.size()))) {
+          for (uint32_t i : items) batch->ops[i].status = absl::InternalError("the owner's answer does not parse");
+        } else {
+          for (size_t j = 0; j < items.size(); ++j) {
+            StartOp& op = batch->ops[items[j]];
+            if (!status.ok()) {
+              op.status = absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+              continue;
+            }
+            v1::StartTimerResult* result = answer.mutable_results(static_cast<int>(j));
+            op.status = absl::Status(static_cast<absl::StatusCode>(result->code()), result->message());
+            // Finish fills code and message; the timer, when asked for, is the owner's.
+            if (result->has_timer()) {
+              batch->batch_response->mutable_results(static_cast<int>(items[j]))->mutable_timer()->Swap(
+                  result->mutable_timer());
+            }
+          }
+        }
+        if (batch->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) batch->Finish();
+      });
+}
+
+bool TimerServiceImpl::RouteElsewhere(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
+                                      const grpc::ByteBuffer* raw_request, std::string_view key) {
+  if (!cluster_mode_.load(std::memory_order_acquire)) return false;
+  ClusterRouter* router = router_.load(std::memory_order_acquire);
+  if (router == nullptr) {
+    Reject(context, call, method, absl::UnavailableError("lawnd is joining its cluster; retry shortly"));
+    return true;
+  }
+  const auto [ns, id] = Runtime::SplitKey(key);
+  const Placement placement = router->Place(ns, id);
+  switch (placement.kind) {
+    case Placement::Kind::kLocal:
+      return false;
+    case Placement::Kind::kRefuse:
+      Reject(context, call, method, placement.status);
+      return true;
+    case Placement::Kind::kForward:
+      if (ClusterRouter::IsForwarded(*context)) {
+        Reject(context, call, method, router->WrongOwner(placement));
+        return true;
+      }
+      router->Forward(placement.address, std::string("/lawn.v1.TimerService/") + method, *context, *raw_request,
+                      [call](const grpc::Status& status, const grpc::ByteBuffer& response) {
+                        call->ReplyBytes(status, response);
+                      });
+      return true;
+  }
+  return false;
+}
+
 RequestTimer TimerServiceImpl::Track(Rpc rpc) { return RequestTimer::Start(runtime_.metrics(), rpc, &in_flight_); }
 
 void TimerServiceImpl::BeginDrain() { draining_.store(true, std::memory_order_release); }
@@ -136,6 +207,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
   if (absl::Status s = ParseStart(call->request, runtime_.options(), "", &batch->ops[0]); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
+  if (RouteElsewhere(context, call, "StartTimer", raw_request, batch->ops[0].key)) return call;
   if (absl::Status s = limiter_.TryTake(call->request.namespace_(), std::chrono::steady_clock::now()); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
@@ -179,12 +251,35 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   response.mutable_results()->Reserve(n);
   for (int i = 0; i < n; ++i) response.add_results();
   const auto now = std::chrono::steady_clock::now();
+  // Cluster mode: the items other members own, by owner address, in request order.
+  const bool cluster = cluster_mode_.load(std::memory_order_acquire);
+  ClusterRouter* router = cluster ? router_.load(std::memory_order_acquire) : nullptr;
+  const bool forwarded = cluster && ClusterRouter::IsForwarded(*context);
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> remote;
   for (int i = 0; i < n; ++i) {
     StartOp& op = batch->ops[static_cast<size_t>(i)];
     const std::string& ns = request.timers(i).namespace_();
     op.status = auth_.Authorize(*caller, kPermStart, ns, "StartTimers");
     if (op.status.ok()) {
       op.status = ParseStart(request.timers(i), runtime_.options(), "timers[" + std::to_string(i) + "].", &op);
+    }
+    if (op.status.ok() && cluster) {
+      if (router == nullptr) {
+        op.status = absl::UnavailableError("lawnd is joining its cluster; retry shortly");
+        continue;
+      }
+      const auto [item_ns, item_id] = Runtime::SplitKey(op.key);
+      const Placement placement = router->Place(item_ns, item_id);
+      if (placement.kind == Placement::Kind::kRefuse) {
+        op.status = placement.status;
+      } else if (placement.kind == Placement::Kind::kForward) {
+        if (forwarded) {
+          op.status = router->WrongOwner(placement);
+        } else {
+          remote[placement.address].push_back(static_cast<uint32_t>(i));
+        }
+        continue;
+      }
     }
     if (op.status.ok()) op.status = limiter_.TryTake(ns, now);
     if (!op.status.ok()) continue;
@@ -202,15 +297,16 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     }
     ++commands;
   }
-  if (commands == 0) {
+  if (commands + remote.size() == 0) {
     batch->Finish();
     return call;
   }
-  batch->remaining.store(commands, std::memory_order_relaxed);
+  batch->remaining.store(commands + remote.size(), std::memory_order_relaxed);
   for (uint32_t shard = 0; shard < per_shard.size(); ++shard) {
     if (per_shard[shard].empty()) continue;
     runtime_.Submit(shard, std::make_unique<StartCommand>(batch, std::move(per_shard[shard])));
   }
+  for (auto& [address, items] : remote) ForwardStarts(context, router, address, std::move(items), batch);
   return call;
 }
 
@@ -229,6 +325,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::DeleteTimer(grpc::CallbackServerCont
   }
   absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
   if (!key.ok()) return Reject(context, call, "DeleteTimer", key.status());
+  if (RouteElsewhere(context, call, "DeleteTimer", raw_request, *key)) return call;
   const uint32_t shard = runtime_.ShardFor(*key);
   if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "DeleteTimer", s);
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kDelete, std::move(*key), call,
@@ -254,6 +351,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::RescheduleTimer(grpc::CallbackServer
   const v1::RescheduleTimerRequest& request = call->request;
   absl::StatusOr<std::string> key = ParseKey(request.namespace_(), request.id());
   if (!key.ok()) return Reject(context, call, "RescheduleTimer", key.status());
+  if (RouteElsewhere(context, call, "RescheduleTimer", raw_request, *key)) return call;
   bool by_ttl = true;
   uint64_t ttl = 0;
   int64_t deadline = 0;
@@ -299,6 +397,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetTimer(grpc::CallbackServerContext
   }
   absl::StatusOr<std::string> key = ParseKey(call->request.namespace_(), call->request.id());
   if (!key.ok()) return Reject(context, call, "GetTimer", key.status());
+  if (RouteElsewhere(context, call, "GetTimer", raw_request, *key)) return call;
   const uint32_t shard = runtime_.ShardFor(*key);
   if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "GetTimer", s);
   runtime_.Submit(shard, std::make_unique<KeyCommand>(KeyCommand::Kind::kGet, std::move(*key), call,

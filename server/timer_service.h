@@ -12,8 +12,12 @@
 #include "lawn/v1/timer.grpc.pb.h"
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "server/auth.h"
+#include "server/cluster_router.h"
 #include "server/rate_limiter.h"
 #include "server/raw_call.h"
 #include "server/request_timer.h"
@@ -21,6 +25,8 @@
 #include "server/subscribe_reactor.h"
 
 namespace lawn {
+
+struct StartBatch;
 
 // Built on Service, not CallbackService: a typed callback override left behind then fails to compile. The
 // flip side: a method missing from this list would stay a sync method answering UNIMPLEMENTED, which
@@ -40,6 +46,12 @@ class TimerServiceImpl final : public TimerServiceBase {
   // `auth` and `limiter` are not owned and outlive the service.
   TimerServiceImpl(Runtime& runtime, const Authenticator& auth, RateLimiter& limiter)
       : runtime_(runtime), auth_(auth), limiter_(limiter) {}
+
+  // Cluster mode (server/cluster_router.h): until SetRouter, calls for timers are refused UNAVAILABLE
+  // ("joining the cluster"); then each is served here, forwarded to its owner or refused, by its partition.
+  void EnableClusterMode() { cluster_mode_.store(true, std::memory_order_release); }
+  // `router` is not owned and outlives the service (nullptr again at drain).
+  void SetRouter(ClusterRouter* router) { router_.store(router, std::memory_order_release); }
 
   // Ends every Subscribe stream (drain) and refuses new ones with `status`.
   void CloseStreams(const grpc::Status& status) { streams_.CloseAll(status); }
@@ -90,6 +102,15 @@ class TimerServiceImpl final : public TimerServiceBase {
   grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
                                    const absl::Status& status);
 
+  // Cluster mode: answers `call` elsewhere (forwarded to the owner of (ns, id) with `raw_request`, or refused)
+  // and returns true, or returns false when this member serves it. Always false outside cluster mode.
+  bool RouteElsewhere(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
+                      const grpc::ByteBuffer* raw_request, std::string_view key);
+  // StartTimers in cluster mode: sends the `items` of `batch` that the member at `address` owns there, as one
+  // StartTimers call, and fills their results from its answer; the last part to finish answers the call.
+  void ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router, const std::string& address,
+                     std::vector<uint32_t> items, std::shared_ptr<StartBatch> batch);
+
   RequestTimer Track(Rpc rpc);
   // The authenticated caller, or the UNAUTHENTICATED status to answer.
   absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* context, const char* method) const {
@@ -100,6 +121,8 @@ class TimerServiceImpl final : public TimerServiceBase {
   const Authenticator& auth_;
   RateLimiter& limiter_;
   StreamRegistry streams_;
+  std::atomic<bool> cluster_mode_{false};
+  std::atomic<ClusterRouter*> router_{nullptr};
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};  // Unary calls received and not yet answered.
   // Unary calls whose reactor is not done yet: answered calls stay counted until gRPC has sent the answer.

@@ -1,0 +1,208 @@
+// ClusterNode (cluster/cluster_node.h): registration, leadership and the ownership map of one member.
+#include "cluster/cluster_node.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/assignment.h"
+#include "cluster/formation.h"
+#include "cluster/partition.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+namespace {
+
+std::string LeaderKey(const std::string& cluster) { return "/" + cluster + "/leader"; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Join(const ClusterNodeOptions& options) {
+  if (options.member.empty() || options.advertise.empty() || options.etcd_endpoints.empty()) {
+    return absl::InvalidArgumentError("cluster mode needs etcd endpoints, a member name and an advertise address");
+  }
+  EtcdClientOptions etcd_options;
+  etcd_options.endpoints = options.etcd_endpoints;
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Connect(etcd_options);
+  if (!etcd.ok()) return etcd.status();
+  if (absl::Status s = AgreePartitions(**etcd, options.cluster, options.partitions); !s.ok()) return s;
+  std::unique_ptr<ClusterNode> node(new ClusterNode(options, std::move(*etcd)));
+  LeaseKeeperOptions lease_options;
+  lease_options.ttl = options.lease_ttl;
+  absl::StatusOr<std::unique_ptr<LeaseKeeper>> keeper = LeaseKeeper::Start(*node->etcd_, lease_options);
+  if (!keeper.ok()) return keeper.status();
+  node->keeper_ = std::move(*keeper);
+  node->keeper_view_.store(node->keeper_.get(), std::memory_order_release);
+  node->thread_ = std::thread([n = node.get()] { n->Run(); });
+  return node;
+}
+
+ClusterNode::ClusterNode(const ClusterNodeOptions& options, std::unique_ptr<EtcdClient> etcd)
+    : options_(options), etcd_(std::move(etcd)) {
+  auto empty = std::make_shared<ClusterMap>();
+  empty->cluster = options.cluster;
+  empty->self = options.member;
+  empty->partitions = options.partitions;
+  empty->owners.resize(options.partitions);
+  empty->epochs.resize(options.partitions, 0);
+  map_.store(std::move(empty), std::memory_order_release);
+}
+
+ClusterNode::~ClusterNode() { Leave(); }
+
+void ClusterNode::Leave() {
+  std::call_once(leave_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(sleep_mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    registered_.store(false, std::memory_order_release);
+    if (keeper_ != nullptr) {
+      if (absl::Status s = keeper_->Revoke(); !s.ok()) {
+        spdlog::warn("cluster: revoking the lease of member {} failed ({}); its key goes when the lease expires",
+                     options_.member, s.ToString());
+      }
+    }
+  });
+}
+
+bool ClusterNode::Fresh() const {
+  const LeaseKeeper* keeper = keeper_view_.load(std::memory_order_acquire);
+  return registered_.load(std::memory_order_acquire) && keeper != nullptr && keeper->Fresh();
+}
+
+uint32_t ClusterNode::PartitionOf(std::string_view ns, std::string_view id) const {
+  return lawn::PartitionOf(ns, id, options_.partitions);
+}
+
+Placement ClusterNode::Place(uint32_t partition) const {
+  Placement placement;
+  placement.partition = partition;
+  const std::shared_ptr<const ClusterMap> map = this->map();
+  if (partition >= map->owners.size() || map->owners[partition].empty()) {
+    placement.status = absl::UnavailableError(
+        absl::StrCat("partition ", partition, " has no owner yet (the cluster is forming: ", map->live.size(),
+                     " of cluster.expect_members ", options_.expect_members, " members live); retry shortly"));
+    return placement;
+  }
+  placement.owner = map->owners[partition];
+  if (placement.owner == options_.member) {
+    if (!Fresh()) {
+      placement.status = absl::UnavailableError(absl::StrCat(
+          "member ", options_.member, " owns partition ", partition,
+          " but cannot prove its etcd lease is alive (etcd unreachable or the member was paused); retry shortly"));
+      return placement;
+    }
+    placement.kind = Placement::Kind::kLocal;
+    return placement;
+  }
+  const auto live = map->live.find(placement.owner);
+  if (live == map->live.end()) {
+    placement.status = absl::UnavailableError(
+        absl::StrCat("partition ", partition, " belongs to member ", placement.owner,
+                     ", which is not live (its timers wait on its volume until it restarts); retry later"));
+    return placement;
+  }
+  placement.kind = Placement::Kind::kForward;
+  placement.address = live->second;
+  return placement;
+}
+
+bool ClusterNode::SleepFor(std::chrono::milliseconds duration) {
+  std::unique_lock<std::mutex> lock(sleep_mu_);
+  wake_.wait_for(lock, duration, [this] { return stopping_; });
+  return !stopping_;
+}
+
+void ClusterNode::Run() {
+  absl::Status last = absl::OkStatus();
+  do {
+    absl::Status s = Refresh();
+    // Log a failure once per change of cause, not once per pass.
+    if (!s.ok() && s.ToString() != last.ToString()) {
+      spdlog::warn("cluster: member {}: {}", options_.member, s.ToString());
+    } else if (s.ok() && !last.ok()) {
+      spdlog::info("cluster: member {}: etcd answers again", options_.member);
+    }
+    last = s;
+  } while (SleepFor(options_.refresh_every));
+}
+
+absl::StatusOr<bool> ClusterNode::Register() {
+  if (registered_.load(std::memory_order_acquire)) return true;
+  const std::string key = MemberKey(options_.cluster, options_.member);
+  absl::StatusOr<std::optional<int64_t>> put =
+      etcd_->PutIfModRevision(key, options_.advertise, 0, keeper_->lease());
+  if (!put.ok()) return put.status();
+  if (!put->has_value()) {
+    // Held by an earlier lease of this name: a previous run that was killed (its lease runs out within the
+    // TTL), or another live process with the same name, which must not serve the same partitions.
+    return false;
+  }
+  registered_.store(true, std::memory_order_release);
+  spdlog::info("cluster: member {} joined cluster {} at {} (lease {:x}, ttl {} s)", options_.member,
+               options_.cluster, options_.advertise, keeper_->lease(), keeper_->ttl().count());
+  return true;
+}
+
+absl::Status ClusterNode::Refresh() {
+  if (keeper_->lost()) {
+    // etcd dropped the lease (it expired while this member could not renew it): its member key went with
+    // it. Start over with a new lease; the partitions it owns stay its own.
+    registered_.store(false, std::memory_order_release);
+    LeaseKeeperOptions lease_options;
+    lease_options.ttl = options_.lease_ttl;
+    absl::StatusOr<std::unique_ptr<LeaseKeeper>> keeper = LeaseKeeper::Start(*etcd_, lease_options);
+    if (!keeper.ok()) return keeper.status();
+    spdlog::warn("cluster: member {} lost its lease; registering again under a new one", options_.member);
+    retired_.push_back(std::move(keeper_));
+    keeper_ = std::move(*keeper);
+    keeper_view_.store(keeper_.get(), std::memory_order_release);
+  }
+  absl::StatusOr<bool> registered = Register();
+  if (!registered.ok()) return registered.status();
+  if (!*registered) {
+    return absl::AlreadyExistsError(absl::StrCat("member key of ", options_.member,
+                                                 " is held by an earlier lease; waiting for it to expire"));
+  }
+  absl::StatusOr<bool> leading = TryLead(*etcd_, options_.cluster, options_.member, keeper_->lease());
+  if (!leading.ok()) return leading.status();
+
+  absl::StatusOr<EtcdClient::Range> members = etcd_->GetPrefix(MembersPrefix(options_.cluster));
+  if (!members.ok()) return members.status();
+  auto map = std::make_shared<ClusterMap>();
+  map->cluster = options_.cluster;
+  map->self = options_.member;
+  map->partitions = options_.partitions;
+  const size_t prefix = MembersPrefix(options_.cluster).size();
+  for (const EtcdKeyValue& kv : members->kvs) map->live.emplace(kv.key.substr(prefix), kv.value);
+
+  absl::StatusOr<OwnerTable> owners = ReadOwners(*etcd_, options_.cluster, options_.partitions);
+  if (!owners.ok()) return owners.status();
+  if (*leading && map->live.size() >= options_.expect_members) {
+    bool unowned = false;
+    for (const std::string& owner : owners->owners) unowned |= owner.empty();
+    if (unowned) {
+      AssignmentInput input;
+      input.owners = owners->owners;
+      for (const auto& [name, address] : map->live) input.live.insert(name);
+      absl::StatusOr<int> claimed = ClaimUnowned(*etcd_, options_.cluster, Assign(input));
+      if (!claimed.ok()) return claimed.status();
+      spdlog::info("cluster: leader {} handed out {} partitions among {} members", options_.member, *claimed,
+                   map->live.size());
+      owners = ReadOwners(*etcd_, options_.cluster, options_.partitions);
+      if (!owners.ok()) return owners.status();
+    }
+  }
+  absl::StatusOr<std::optional<EtcdKeyValue>> leader = etcd_->Get(LeaderKey(options_.cluster));
+  if (!leader.ok()) return leader.status();
+  if (leader->has_value()) map->leader = (*leader)->value;
+  map->owners = std::move(owners->owners);
+  map->epochs = std::move(owners->epochs);
+  map_.store(std::move(map), std::memory_order_release);
+  return absl::OkStatus();
+}
+
+}  // namespace lawn

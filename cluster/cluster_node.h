@@ -1,0 +1,127 @@
+// ClusterNode: one lawnd's membership in a lawn cluster (docs/cluster.md): it agrees the partition count with
+// etcd, keeps its member key alive under its own lease, leads when no one else does (handing out a new
+// cluster's partitions once `expect_members` are live), and keeps a fresh copy of the ownership map that the
+// server routes by.
+//
+// What it serves is decided by Place(): a partition is served here only while (1) the last map read from
+// etcd names this member as its owner and (2) the lease is certainly alive (LeaseKeeper::Fresh). The map is
+// re-read every `refresh_every`; ownership changes only by etcd transaction, so a stale map can only make this
+// member refuse or forward, never serve a partition that another member was given, as long as partitions do
+// not move (moves, with their hand-over, are not built yet: a partition keeps the owner it was first given).
+//
+// A member whose key is still held by an earlier lease (a restart after kill -9, before the old lease ran out)
+// waits for that key to go before it registers: two live processes with one name would serve the same
+// partitions. Until it is registered, Fresh() is false and it serves nothing.
+//
+// Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cluster/etcd_client.h"
+#include "cluster/lease_keeper.h"
+
+namespace lawn {
+
+struct ClusterNodeOptions {
+  std::vector<std::string> etcd_endpoints;
+  std::string cluster = "lawn";  // Key prefix in etcd.
+  std::string member;            // This member's stable name.
+  std::string advertise;         // host:port the others reach it at.
+  uint32_t partitions = 1024;
+  std::chrono::seconds lease_ttl{10};
+  uint32_t expect_members = 1;
+  // How often the member (and leader) re-reads membership and ownership from etcd.
+  std::chrono::milliseconds refresh_every{250};
+};
+
+// The cluster as one member last read it from etcd. Immutable once published.
+struct ClusterMap {
+  std::string cluster;
+  std::string self;
+  uint32_t partitions = 0;
+  std::string leader;                       // "" when no member leads.
+  std::vector<std::string> owners;          // owners[p]: the owning member, "" for none.
+  std::vector<int64_t> epochs;              // epochs[p]: the owner key's mod revision, 0 for none.
+  std::map<std::string, std::string> live;  // Live member -> advertise address.
+};
+
+// Where the calls for one partition go, from this member's point of view.
+struct Placement {
+  enum class Kind {
+    kLocal,    // This member owns it and its lease is fresh: serve here.
+    kForward,  // Another live member owns it: forward to `address`.
+    kRefuse,   // Nobody can serve it now (`status`, UNAVAILABLE): no owner yet, the owner is not live, or
+               // this member's own lease is not fresh.
+  };
+  Kind kind = Kind::kRefuse;
+  uint32_t partition = 0;
+  std::string owner;
+  std::string address;
+  absl::Status status;
+};
+
+class ClusterNode {
+ public:
+  // Connects to etcd, agrees the partition count (FAILED_PRECONDITION if the cluster was formed with another
+  // one), grants the lease, and starts the thread that registers the member and refreshes the map. Errors:
+  // INVALID_ARGUMENT for bad options, UNAVAILABLE / DEADLINE_EXCEEDED when etcd does not answer.
+  static absl::StatusOr<std::unique_ptr<ClusterNode>> Join(const ClusterNodeOptions& options);
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+  // Leave() if not done yet.
+  ~ClusterNode();
+
+  // Stops refreshing and revokes the lease: the member key (and leadership) go at once, so the others see
+  // this member leave without waiting for its TTL. Its partitions stay its own. Idempotent.
+  void Leave();
+
+  // The map as last read; never null (empty owners until the first read).
+  std::shared_ptr<const ClusterMap> map() const { return map_.load(std::memory_order_acquire); }
+  // True while this member is registered and its lease is certainly alive (the fence is open).
+  bool Fresh() const;
+  // The partition of (namespace, id) in this cluster (cluster/partition.h).
+  uint32_t PartitionOf(std::string_view ns, std::string_view id) const;
+  // Where calls for `partition` go now.
+  Placement Place(uint32_t partition) const;
+  const ClusterNodeOptions& options() const { return options_; }
+
+ private:
+  ClusterNode(const ClusterNodeOptions& options, std::unique_ptr<EtcdClient> etcd);
+  void Run();
+  // Registers the member key under the current lease if it is not yet; false while an older lease holds it.
+  absl::StatusOr<bool> Register();
+  // One pass: renew the lease if lost, register, lead if possible, read the map and publish it.
+  absl::Status Refresh();
+  bool SleepFor(std::chrono::milliseconds duration);
+
+  const ClusterNodeOptions options_;
+  const std::unique_ptr<EtcdClient> etcd_;
+  // The current lease; replaced (only by the Run thread) when etcd reports it lost. Fresh() reads it through
+  // keeper_view_; replaced keepers stay in retired_ so a concurrent reader never sees a freed one.
+  std::unique_ptr<LeaseKeeper> keeper_;
+  std::vector<std::unique_ptr<LeaseKeeper>> retired_;
+  std::atomic<const LeaseKeeper*> keeper_view_{nullptr};
+  std::atomic<bool> registered_{false};
+  std::atomic<std::shared_ptr<const ClusterMap>> map_;
+
+  std::thread thread_;
+  std::once_flag leave_once_;
+  std::mutex sleep_mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // Guarded by sleep_mu_.
+};
+
+}  // namespace lawn

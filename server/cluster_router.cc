@@ -1,0 +1,75 @@
+// ClusterRouter (server/cluster_router.h): placement and one-hop forwarding of unary calls.
+#include "server/cluster_router.h"
+
+#include <chrono>
+#include <utility>
+
+#include "grpcpp/generic/generic_stub.h"
+
+namespace lawn {
+
+namespace {
+
+// A forwarded call whose caller set no deadline still ends: the owner answers in milliseconds when it is up.
+constexpr std::chrono::seconds kMaxForwardDeadline(30);
+
+}  // namespace
+
+absl::Status ClusterRouter::WrongOwner(const Placement& placement) const {
+  return absl::UnavailableError("wrong owner: member " + node_.options().member + " does not serve partition " +
+                                std::to_string(placement.partition) + " (its map names '" + placement.owner +
+                                "'); read the cluster map again and retry");
+}
+
+bool ClusterRouter::IsForwarded(const grpc::ServerContextBase& context) {
+  const auto& metadata = const_cast<grpc::ServerContextBase&>(context).client_metadata();
+  return metadata.find(kForwardedBy) != metadata.end();
+}
+
+std::shared_ptr<grpc::Channel> ClusterRouter::ChannelTo(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto it = channels_.find(address);
+  if (it != channels_.end()) return it->second;
+  grpc::ChannelArguments args;
+  // The owner enforces its own limits; its answer passes through whatever its size.
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // Let a member that restarts at the same address be reached again quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  channels_.emplace(address, channel);
+  return channel;
+}
+
+void ClusterRouter::Forward(const std::string& address, const std::string& method,
+                            const grpc::ServerContextBase& from, const grpc::ByteBuffer& request, Done done) {
+  struct State {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+    std::unique_ptr<grpc::GenericStub> stub;
+  };
+  auto state = std::make_shared<State>();
+  state->request = request;  // Shares the slices: no copy of the bytes.
+  auto& metadata = const_cast<grpc::ServerContextBase&>(from).client_metadata();
+  for (auto it = metadata.lower_bound("authorization"); it != metadata.end() && it->first == "authorization"; ++it) {
+    state->context.AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
+  }
+  state->context.AddMetadata(kForwardedBy, node_.options().member);
+  const auto cap = std::chrono::system_clock::now() + kMaxForwardDeadline;
+  state->context.set_deadline(std::min(from.deadline(), cap));
+  state->stub = std::make_unique<grpc::GenericStub>(ChannelTo(address));
+  State* raw = state.get();
+  raw->stub->UnaryCall(&raw->context, method, grpc::StubOptions(), &raw->request, &raw->response,
+                       [state = std::move(state), done = std::move(done), address](grpc::Status status) {
+                         if (!status.ok() && status.error_message().rfind("wrong owner", 0) != 0) {
+                           // Name the hop: the caller could not tell a member's answer from the owner's.
+                           status = grpc::Status(status.error_code(), "forwarded to the owner at " + address +
+                                                                          ": " + status.error_message());
+                         }
+                         done(status, state->response);
+                       });
+}
+
+}  // namespace lawn

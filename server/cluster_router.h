@@ -1,0 +1,60 @@
+// ClusterRouter: how lawnd's services reach the rest of a cluster. It asks the ClusterNode where a timer's
+// partition is served (here, forwarded to its owner, or refused) and forwards unary calls to the owner with
+// gRPC's generic stub: the request's bytes go as they came, the owner's answer (status and bytes) comes back
+// as it is, one hop only. A forwarded call carries `lawn-forwarded-by: <member>`; a member that gets one for a
+// partition it does not own answers UNAVAILABLE ("wrong owner") instead of forwarding again, so a stale map
+// costs a retry, never a loop. The caller's `authorization` header goes along, so the owner authorizes the
+// caller as the first member did.
+//
+// Thread-safety: every method may be called from any thread; the forward's callback runs on a gRPC thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "cluster/cluster_node.h"
+#include "grpcpp/grpcpp.h"
+
+namespace lawn {
+
+class ClusterRouter {
+ public:
+  static constexpr char kForwardedBy[] = "lawn-forwarded-by";
+
+  // `node` is not owned and outlives the router.
+  explicit ClusterRouter(ClusterNode& node) : node_(node) {}
+  ClusterRouter(const ClusterRouter&) = delete;
+  ClusterRouter& operator=(const ClusterRouter&) = delete;
+
+  // Where calls for (namespace, id) go now; `ns` is the validated namespace ("default" for empty).
+  Placement Place(std::string_view ns, std::string_view id) const {
+    return node_.Place(node_.PartitionOf(ns, id));
+  }
+  // The answer for a forwarded call that reached a member not owning its partition.
+  absl::Status WrongOwner(const Placement& placement) const;
+  // Whether the call came from another member (it must not be forwarded again).
+  static bool IsForwarded(const grpc::ServerContextBase& context);
+
+  using Done = std::function<void(const grpc::Status& status, const grpc::ByteBuffer& response)>;
+  // Sends `request` to `method` ("/lawn.v1.TimerService/StartTimer") at `address`, with the caller's
+  // deadline (at most kMaxForwardDeadline from now) and authorization; `done` gets the owner's answer, or
+  // the transport's error (UNAVAILABLE when the owner cannot be reached), with the owner named.
+  void Forward(const std::string& address, const std::string& method, const grpc::ServerContextBase& from,
+               const grpc::ByteBuffer& request, Done done);
+
+  ClusterNode& node() { return node_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address);
+
+  ClusterNode& node_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace lawn

@@ -1,0 +1,35 @@
+// ClusterServiceImpl: lawn.v1.ClusterService, the cluster map as this member last read it from etcd
+// (proto/lawn/v1/cluster.proto). Any authenticated caller may read it: it names members, addresses and
+// partition owners, nothing about timers. A lawnd that runs alone answers FAILED_PRECONDITION; a member that
+// has not joined yet, UNAVAILABLE.
+//
+// Thread-safety: handlers run concurrently on gRPC threads; the node is set once, before or while serving.
+#pragma once
+
+#include <atomic>
+
+#include "cluster/cluster_node.h"
+#include "grpcpp/grpcpp.h"
+#include "lawn/v1/cluster.grpc.pb.h"
+#include "server/auth.h"
+
+namespace lawn {
+
+class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
+ public:
+  // `auth` is not owned and outlives the service. `cluster_mode`: lawnd has a cluster section.
+  ClusterServiceImpl(const Authenticator& auth, bool cluster_mode) : auth_(auth), cluster_mode_(cluster_mode) {}
+
+  // `node` is not owned and outlives the service.
+  void SetNode(const ClusterNode* node) { node_.store(node, std::memory_order_release); }
+
+  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context, const v1::GetClusterMapRequest* request,
+                                          v1::GetClusterMapResponse* response) override;
+
+ private:
+  const Authenticator& auth_;
+  const bool cluster_mode_;
+  std::atomic<const ClusterNode*> node_{nullptr};
+};
+
+}  // namespace lawn

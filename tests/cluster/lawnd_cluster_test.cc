@@ -1,0 +1,290 @@
+// Real lawnd members in cluster mode against a real etcd, all on loopback: the partitions of a new cluster are
+// handed out once the expected members are live, calls through any member reach the timer's owner (one hop),
+// timers fire on their owner, a member that is killed leaves its partitions UNAVAILABLE (the others keep
+// serving) until it restarts with its data, and a member configured for another partition count refuses to
+// start.
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/partition.h"
+#include "gtest/gtest.h"
+#include "lawn/v1/cluster.grpc.pb.h"
+#include "tests/cluster/etcd_process.h"
+#include "tests/integration/lawnd_process.h"
+#include "tests/integration/test_client.h"
+
+namespace lawn {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::EtcdProcess;
+using testing::LawndProcess;
+using testing::TempDir;
+using testing::WaitFor;
+
+constexpr uint32_t kPartitions = 64;
+constexpr char kNs[] = "orders";
+
+// A cluster of `n` lawnd members named m0.. on one etcd, each with its own data dir and config file.
+class Cluster {
+ public:
+  Cluster(const EtcdProcess& etcd, int n, uint32_t partitions = kPartitions) {
+    for (int i = 0; i < n; ++i) {
+      dirs_.push_back(std::make_unique<TempDir>());
+      members_.push_back(MakeMember(etcd, i, partitions, n));
+    }
+  }
+
+  std::unique_ptr<LawndProcess> MakeMember(const EtcdProcess& etcd, int i, uint32_t partitions, int expect) {
+    const std::string config = testing::WriteFile(
+        dirs_[static_cast<size_t>(i)]->path() + "/lawn.yaml",
+        "cluster:\n  name: t\n  partitions: " + std::to_string(partitions) +
+            "\n  lease_ttl: 3s\n  expect_members: " + std::to_string(expect) + "\n");
+    return std::make_unique<LawndProcess>(
+        dirs_[static_cast<size_t>(i)]->path() + "/data",
+        std::vector<std::string>{"--config", config, "--cluster-etcd-endpoints", etcd.endpoint(), "--cluster-member",
+                                 "m" + std::to_string(i), "--cluster-advertise", "127.0.0.1:0"});
+  }
+
+  void StartAll() {
+    for (auto& m : members_) m->StartNoWait();
+    for (auto& m : members_) ASSERT_TRUE(m->WaitServing(seconds(30))) << m->Log();
+  }
+
+  LawndProcess& operator[](size_t i) { return *members_[i]; }
+  size_t size() const { return members_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<TempDir>> dirs_;
+  std::vector<std::unique_ptr<LawndProcess>> members_;
+};
+
+grpc::Status ClusterMap(LawndProcess& member, v1::GetClusterMapResponse* out) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(5));
+  return v1::ClusterService::NewStub(member.channel())->GetClusterMap(&context, v1::GetClusterMapRequest(), out);
+}
+
+// Waits until `member` sees every partition owned and `live` members live; returns its map.
+v1::GetClusterMapResponse WaitFormed(LawndProcess& member, size_t live) {
+  v1::GetClusterMapResponse map;
+  const bool formed = WaitFor(
+      [&] {
+        map.Clear();
+        if (!ClusterMap(member, &map).ok() || !map.serving()) return false;
+        size_t live_members = 0;
+        for (const auto& m : map.members()) live_members += m.live() ? 1 : 0;
+        if (live_members != live) return false;
+        for (const auto& owner : map.owners()) {
+          if (owner.member().empty()) return false;
+        }
+        return true;
+      },
+      seconds(30));
+  EXPECT_TRUE(formed) << map.DebugString();
+  return map;
+}
+
+std::string OwnerOf(const v1::GetClusterMapResponse& map, const std::string& id) {
+  return map.owners(static_cast<int>(PartitionOf(kNs, id, map.partitions()))).member();
+}
+
+// Waits until every member of `cluster` sees the cluster formed with all its members live; returns m0's map.
+v1::GetClusterMapResponse WaitAllFormed(Cluster& cluster) {
+  for (size_t i = 1; i < cluster.size(); ++i) WaitFormed(cluster[i], cluster.size());
+  return WaitFormed(cluster[0], cluster.size());
+}
+
+uint64_t PendingOn(LawndProcess& member) { return testing::NamespaceStatsOf(*member.stub(), kNs).pending_timers(); }
+
+TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireThereOnce) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 3);
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  ASSERT_EQ(map.owners_size(), static_cast<int>(kPartitions));
+  std::map<std::string, uint32_t> owned;
+  for (const auto& owner : map.owners()) ++owned[owner.member()];
+  ASSERT_EQ(owned.size(), 3u);
+  for (const auto& [name, count] : owned) {
+    EXPECT_GE(count, kPartitions / 3) << name;  // Balanced: floor or ceil of 64 / 3.
+    EXPECT_LE(count, kPartitions / 3 + 1) << name;
+  }
+  // Every member reads the same map.
+  for (size_t i = 1; i < cluster.size(); ++i) {
+    const v1::GetClusterMapResponse other = WaitFormed(cluster[i], 3);
+    for (uint32_t p = 0; p < kPartitions; ++p) EXPECT_EQ(other.owners(p).member(), map.owners(p).member());
+  }
+
+  // 600 unary starts and 2,400 in batches, all through m0; TTLs 2-3 s so they fire after the checks.
+  constexpr int kUnary = 600;
+  constexpr int kTotal = 3000;
+  std::map<std::string, uint64_t> expected;  // Owner -> timers.
+  std::vector<v1::StartTimerRequest> batch;
+  auto stub0 = cluster[0].stub();
+  const int64_t started_ns = testing::WallNowNs();
+  for (int i = 0; i < kTotal; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    ++expected[OwnerOf(map, id)];
+    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(2000 + i % 1000), "p" + id);
+    if (i < kUnary) {
+      ASSERT_TRUE(testing::Call(*stub0, request).ok()) << id;
+    } else {
+      batch.push_back(std::move(request));
+    }
+  }
+  ASSERT_TRUE(testing::StartAll(*stub0, batch));
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    EXPECT_EQ(PendingOn(cluster[i]), expected["m" + std::to_string(i)]) << "m" << i;
+  }
+  // A second start of the same id, through another member, reaches the same owner.
+  EXPECT_EQ(testing::StartTtl(*cluster[1].stub(), kNs, "t7", seconds(60)).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  // Reads through m1 and m2 are forwarded too.
+  for (int i = 0; i < 30; ++i) {
+    grpc::ClientContext context;
+    v1::GetTimerRequest request;
+    request.set_namespace_(kNs);
+    request.set_id("t" + std::to_string(i * 97));
+    v1::GetTimerResponse response;
+    ASSERT_TRUE(cluster[1 + i % 2].stub()->GetTimer(&context, request, &response).ok()) << request.id();
+    EXPECT_EQ(response.timer().payload(), "p" + request.id());
+  }
+
+  // Each member fires what it owns: a subscriber on each gets exactly its own, none early, none twice.
+  std::vector<std::unique_ptr<testing::TestSubscriber>> subscribers;
+  std::vector<std::unique_ptr<v1::TimerService::Stub>> stubs;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    stubs.push_back(cluster[i].stub());
+    subscribers.push_back(std::make_unique<testing::TestSubscriber>(*stubs.back(), kNs, 1000, false, 100));
+  }
+  // Taken and acked as they come, from all three at once (a stream holds at most max_in_flight unacked).
+  std::set<std::string> seen;
+  std::vector<uint64_t> got(cluster.size(), 0);
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  while (seen.size() < static_cast<size_t>(kTotal) && std::chrono::steady_clock::now() < until) {
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      const std::string name = "m" + std::to_string(i);
+      std::vector<uint64_t> acks;
+      for (const v1::Expiration& e : subscribers[i]->Drain(milliseconds(50))) {
+        EXPECT_EQ(OwnerOf(map, e.timer().id()), name) << e.timer().id();
+        EXPECT_GE(testing::ToNs(e.fired_at()), testing::ToNs(e.timer().deadline())) << e.timer().id();
+        EXPECT_GE(testing::ToNs(e.timer().deadline()), started_ns);
+        EXPECT_TRUE(seen.insert(e.timer().id()).second)
+            << "twice: " << e.timer().id() << " on " << name << " attempt " << e.attempt();
+        acks.push_back(e.delivery_id());
+        ++got[i];
+      }
+      if (!acks.empty()) EXPECT_TRUE(subscribers[i]->Ack(acks));
+    }
+  }
+  for (size_t i = 0; i < cluster.size(); ++i) EXPECT_EQ(got[i], expected["m" + std::to_string(i)]) << "m" << i;
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kTotal));
+  for (auto& s : subscribers) EXPECT_TRUE(s->Drain(milliseconds(300)).empty());
+}
+
+TEST(LawndClusterTest, AForwardedCallThatReachesAMemberNotOwningItsPartitionIsRefusedNotForwardedAgain) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 2);
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  std::string id;
+  for (int i = 0; id.empty(); ++i) {
+    if (OwnerOf(map, "w" + std::to_string(i)) == "m0") id = "w" + std::to_string(i);
+  }
+  grpc::ClientContext context;
+  context.AddMetadata("lawn-forwarded-by", "m0");
+  v1::StartTimerResponse response;
+  const grpc::Status status =
+      cluster[1].stub()->StartTimer(&context, testing::TtlRequest(kNs, id, seconds(60)), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(status.error_message().find("wrong owner"), std::string::npos) << status.error_message();
+  EXPECT_EQ(PendingOn(cluster[0]), 0u);
+  EXPECT_EQ(PendingOn(cluster[1]), 0u);
+  // Without the header the same call is forwarded and lands on m0.
+  EXPECT_TRUE(testing::StartTtl(*cluster[1].stub(), kNs, id, seconds(60)).ok());
+  EXPECT_EQ(PendingOn(cluster[0]), 1u);
+}
+
+TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsWithItsTimers) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 3);
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  std::vector<v1::StartTimerRequest> requests;
+  std::vector<std::string> on_m2, elsewhere;
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = "k" + std::to_string(i);
+    requests.push_back(testing::TtlRequest(kNs, id, seconds(3600)));
+    (OwnerOf(map, id) == "m2" ? on_m2 : elsewhere).push_back(id);
+  }
+  ASSERT_FALSE(on_m2.empty());
+  ASSERT_TRUE(testing::StartAll(*cluster[0].stub(), requests));
+  const uint64_t m2_pending = PendingOn(cluster[2]);
+  EXPECT_EQ(m2_pending, on_m2.size());
+
+  cluster[2].Kill();
+  auto stub0 = cluster[0].stub();
+  auto get = [&](const std::string& id) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    v1::GetTimerRequest request;
+    request.set_namespace_(kNs);
+    request.set_id(id);
+    v1::GetTimerResponse response;
+    return stub0->GetTimer(&context, request, &response);
+  };
+  // Within the lease TTL m0 sees m2 gone; until then the forward itself fails. Either way: UNAVAILABLE.
+  grpc::Status refused = get(on_m2[0]);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).error_message().find("not live") != std::string::npos; },
+                      seconds(15)))
+      << get(on_m2[0]).error_message();
+  // The other members keep serving their partitions.
+  for (const std::string& id : elsewhere) ASSERT_TRUE(get(id).ok()) << id;
+  // Starts into m2's partitions are refused too, and nothing of them is kept elsewhere.
+  std::string new_id;
+  for (int i = 0; new_id.empty(); ++i) {
+    if (OwnerOf(map, "n" + std::to_string(i)) == "m2") new_id = "n" + std::to_string(i);
+  }
+  EXPECT_EQ(testing::StartTtl(*stub0, kNs, new_id, seconds(60)).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  // Restarted with its name and volume, m2 takes its partitions back with every timer.
+  cluster[2].StartNoWait();
+  ASSERT_TRUE(cluster[2].WaitServing(seconds(30))) << cluster[2].Log();
+  EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(20))) << get(on_m2[0]).error_message();
+  for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
+  EXPECT_EQ(PendingOn(cluster[2]), m2_pending);
+}
+
+TEST(LawndClusterTest, AMemberConfiguredForAnotherPartitionCountRefusesToStart) {
+  EtcdProcess etcd;
+  Cluster first(etcd, 1);
+  first.StartAll();
+  WaitFormed(first[0], 1);
+  TempDir dir;
+  LawndProcess other(dir.path() + "/data",
+                     {"--cluster-etcd-endpoints", etcd.endpoint(), "--cluster-member", "x", "--cluster-advertise",
+                      "127.0.0.1:0", "--config",
+                      testing::WriteFile(dir.path() + "/lawn.yaml", "cluster:\n  name: t\n  partitions: 32\n")});
+  EXPECT_EQ(other.RunToExit(seconds(30)), 1);
+  EXPECT_NE(other.Log().find("formed with 64 partitions"), std::string::npos) << other.Log();
+}
+
+TEST(LawndClusterTest, AClusterOfOneWithoutAClusterSectionHasNoMap) {
+  TempDir dir;
+  LawndProcess alone(dir.path());
+  alone.Start();
+  v1::GetClusterMapResponse map;
+  EXPECT_EQ(ClusterMap(alone, &map).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+}  // namespace
+}  // namespace lawn
