@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/generic/generic_stub.h"
 
 namespace lawn {
@@ -70,6 +71,46 @@ void ClusterRouter::Forward(const std::string& address, const std::string& metho
                          }
                          done(status, state->response);
                        });
+}
+
+absl::Status ClusterRouter::FanOut(const std::string& method, const grpc::ServerContextBase& from,
+                                   const grpc::ByteBuffer& request, std::function<void(Answers answers)> merge) {
+  const std::shared_ptr<const ClusterMap> map = node_.map();
+  for (const std::string& owner : map->owners) {
+    if (owner.empty()) return absl::UnavailableError("the cluster is forming: some partitions have no owner yet; retry shortly");
+    if (!map->live.contains(owner)) {
+      return absl::UnavailableError("member " + owner +
+                                    " owns partitions but is not live, so the answer would be incomplete; retry when it is back");
+    }
+  }
+  struct Gather {
+    absl::Mutex mu;
+    Answers answers ABSL_GUARDED_BY(mu);
+    size_t remaining ABSL_GUARDED_BY(mu) = 0;
+    std::function<void(Answers)> merge;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->merge = std::move(merge);
+  {
+    absl::MutexLock lock(&gather->mu);
+    gather->answers.resize(map->live.size());
+    gather->remaining = map->live.size();
+  }
+  size_t i = 0;
+  for (const auto& [name, address] : map->live) {
+    Forward(address, method, from, request, [gather, i](const grpc::Status& status, const grpc::ByteBuffer& answer) {
+      Answers done;
+      {
+        absl::MutexLock lock(&gather->mu);
+        gather->answers[i] = {status, answer};
+        if (--gather->remaining > 0) return;
+        done = std::move(gather->answers);
+      }
+      gather->merge(std::move(done));
+    });
+    ++i;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lawn

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -46,6 +48,14 @@ class ClusterRouter {
   // the transport's error (UNAVAILABLE when the owner cannot be reached), with the owner named.
   void Forward(const std::string& address, const std::string& method, const grpc::ServerContextBase& from,
                const grpc::ByteBuffer& request, Done done);
+
+  using Answers = std::vector<std::pair<grpc::Status, grpc::ByteBuffer>>;
+  // Sends `request` to `method` on every live member, this one included (its own call arrives forwarded and
+  // is served locally), and calls `merge` once with every answer. Refuses (returns UNAVAILABLE, sends
+  // nothing) when a member that owns partitions is not live: a merged answer without it would be silently
+  // incomplete. For ListTimers and GetStats, which read the whole cluster.
+  absl::Status FanOut(const std::string& method, const grpc::ServerContextBase& from, const grpc::ByteBuffer& request,
+                      std::function<void(Answers answers)> merge);
 
   ClusterNode& node() { return node_; }
 

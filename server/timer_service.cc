@@ -1,6 +1,8 @@
 #include "server/timer_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -75,6 +77,94 @@ absl::StatusOr<std::string> ParseKey(const std::string& ns_field, const std::str
 }
 
 }  // namespace
+
+grpc::ServerUnaryReactor* TimerServiceImpl::FanOutList(grpc::CallbackServerContext* context, UnaryCall* call,
+                                                       const grpc::ByteBuffer* raw_request, size_t limit) {
+  ClusterRouter* router = router_.load(std::memory_order_acquire);
+  if (router == nullptr) {
+    return Reject(context, call, "ListTimers", absl::UnavailableError("lawnd is joining its cluster; retry shortly"));
+  }
+  auto* typed = static_cast<RawUnary<v1::ListTimersRequest, v1::ListTimersResponse>*>(call);
+  const RequestTimer timer = Track(Rpc::kListTimers);  // Observed by the merge, or below if nothing was sent.
+  absl::Status sent = router->FanOut(
+      "/lawn.v1.TimerService/ListTimers", *context, *raw_request,
+      [typed, limit, timer](ClusterRouter::Answers answers) {
+        std::vector<v1::ListTimersResponse> pages(answers.size());
+        bool more = false;
+        std::vector<v1::Timer*> all;
+        for (size_t i = 0; i < answers.size(); ++i) {
+          if (!answers[i].first.ok()) {
+            timer.Observe();
+            typed->Reply(answers[i].first);
+            return;
+          }
+          if (!ParseMessage(answers[i].second, &pages[i])) {
+            timer.Observe();
+            typed->Reply(grpc::Status(grpc::StatusCode::INTERNAL, "ListTimers: a member's answer does not parse"));
+            return;
+          }
+          more = more || !pages[i].next_page_token().empty();
+          for (v1::Timer& t : *pages[i].mutable_timers()) all.push_back(&t);
+        }
+        std::sort(all.begin(), all.end(), [](const v1::Timer* a, const v1::Timer* b) { return a->id() < b->id(); });
+        const size_t n = std::min(all.size(), limit);
+        more = more || all.size() > limit;
+        for (size_t i = 0; i < n; ++i) typed->response.add_timers()->Swap(all[i]);
+        if (more && n > 0) typed->response.set_next_page_token(EncodePageToken(typed->response.timers(static_cast<int>(n - 1)).id()));
+        timer.Observe();
+        typed->Reply(grpc::Status::OK);
+      });
+  if (!sent.ok()) {
+    timer.Observe();
+    return Reject(context, call, "ListTimers", sent);
+  }
+  return call;
+}
+
+grpc::ServerUnaryReactor* TimerServiceImpl::FanOutStats(grpc::CallbackServerContext* context, UnaryCall* call,
+                                                        const grpc::ByteBuffer* raw_request) {
+  ClusterRouter* router = router_.load(std::memory_order_acquire);
+  if (router == nullptr) {
+    return Reject(context, call, "GetStats", absl::UnavailableError("lawnd is joining its cluster; retry shortly"));
+  }
+  auto* typed = static_cast<RawUnary<v1::GetStatsRequest, v1::GetStatsResponse>*>(call);
+  const RequestTimer timer = Track(Rpc::kGetStats);  // Observed by the merge, or below if nothing was sent.
+  absl::Status sent = router->FanOut(
+      "/lawn.v1.TimerService/GetStats", *context, *raw_request,
+      [typed, timer](ClusterRouter::Answers answers) {
+        v1::GetStatsResponse& out = typed->response;
+        std::map<std::string, v1::NamespaceStats> namespaces;
+        for (auto& [status, bytes] : answers) {
+          v1::GetStatsResponse one;
+          if (!status.ok() || !ParseMessage(bytes, &one)) {
+            timer.Observe();
+            typed->Reply(status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "GetStats: a member's answer does not parse")
+                                     : status);
+            return;
+          }
+          out.set_pending_timers(out.pending_timers() + one.pending_timers());
+          out.set_outbox(out.outbox() + one.outbox());
+          out.set_redeliveries(out.redeliveries() + one.redeliveries());
+          // Shards of every member, member after member (shard numbers repeat across members).
+          for (v1::ShardStats& shard : *one.mutable_shards()) out.add_shards()->Swap(&shard);
+          for (const v1::NamespaceStats& ns : one.namespaces()) {
+            v1::NamespaceStats& sum = namespaces[ns.namespace_()];
+            sum.set_namespace_(ns.namespace_());
+            sum.set_pending_timers(sum.pending_timers() + ns.pending_timers());
+            sum.set_outbox(sum.outbox() + ns.outbox());
+            sum.set_subscribers(sum.subscribers() + ns.subscribers());
+          }
+        }
+        for (auto& [name, ns] : namespaces) out.add_namespaces()->Swap(&ns);
+        timer.Observe();
+        typed->Reply(grpc::Status::OK);
+      });
+  if (!sent.ok()) {
+    timer.Observe();
+    return Reject(context, call, "GetStats", sent);
+  }
+  return call;
+}
 
 void TimerServiceImpl::ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router,
                                      const std::string& address, std::vector<uint32_t> items,
@@ -426,6 +516,12 @@ grpc::ServerUnaryReactor* TimerServiceImpl::ListTimers(grpc::CallbackServerConte
                   absl::InvalidArgumentError("page_size: " + std::to_string(request.page_size()) +
                                              "; allowed 0..1000 (0 means 100)"));
   }
+  if (cluster_mode_.load(std::memory_order_acquire) && !ClusterRouter::IsForwarded(*context)) {
+    // The namespace's timers are spread over the members: each lists its page from the same token, and the
+    // first page_size ids of their union are this page.
+    return FanOutList(context, call, raw_request,
+                      request.page_size() == 0 ? kDefaultPageSize : static_cast<size_t>(request.page_size()));
+  }
   for (uint32_t shard = 0; shard < runtime_.shard_count(); ++shard) {
     if (absl::Status s = CheckQueue(shard); !s.ok()) return Reject(context, call, "ListTimers", s);
   }
@@ -462,6 +558,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::GetStats(grpc::CallbackServerContext
   }
   if (draining_.load(std::memory_order_acquire)) {
     return Reject(context, call, "GetStats", absl::UnavailableError("lawnd is shutting down"));
+  }
+  if (cluster_mode_.load(std::memory_order_acquire) && !ClusterRouter::IsForwarded(*context)) {
+    return FanOutStats(context, call, raw_request);
   }
   auto state = std::make_shared<StatsState>();
   state->all = caller->Allows(kPermAdmin, "");

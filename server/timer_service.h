@@ -111,6 +111,12 @@ class TimerServiceImpl final : public TimerServiceBase {
   void ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router, const std::string& address,
                      std::vector<uint32_t> items, std::shared_ptr<StartBatch> batch);
 
+  // ListTimers and GetStats in cluster mode: asks every member (server/cluster_router.h, FanOut) and merges.
+  grpc::ServerUnaryReactor* FanOutList(grpc::CallbackServerContext* context, UnaryCall* call,
+                                       const grpc::ByteBuffer* raw_request, size_t limit);
+  grpc::ServerUnaryReactor* FanOutStats(grpc::CallbackServerContext* context, UnaryCall* call,
+                                        const grpc::ByteBuffer* raw_request);
+
   RequestTimer Track(Rpc rpc);
   // The authenticated caller, or the UNAUTHENTICATED status to answer.
   absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* context, const char* method) const {

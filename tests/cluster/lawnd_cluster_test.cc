@@ -5,6 +5,7 @@
 // start.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -102,7 +103,21 @@ v1::GetClusterMapResponse WaitAllFormed(Cluster& cluster) {
   return WaitFormed(cluster[0], cluster.size());
 }
 
+// The namespace's pending timers by GetStats through `member` (the whole cluster, merged).
 uint64_t PendingOn(LawndProcess& member) { return testing::NamespaceStatsOf(*member.stub(), kNs).pending_timers(); }
+
+// The namespace's pending timers held by `member` itself: GetStats with the header of a member's fan-out,
+// which a member answers from its own shards.
+uint64_t LocalPendingOn(LawndProcess& member) {
+  grpc::ClientContext context;
+  context.AddMetadata("lawn-forwarded-by", "test");
+  v1::GetStatsResponse stats;
+  EXPECT_TRUE(member.stub()->GetStats(&context, v1::GetStatsRequest(), &stats).ok());
+  for (const v1::NamespaceStats& ns : stats.namespaces()) {
+    if (ns.namespace_() == kNs) return ns.pending_timers();
+  }
+  return 0;
+}
 
 TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireThereOnce) {
   EtcdProcess etcd;
@@ -142,7 +157,7 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireTher
   }
   ASSERT_TRUE(testing::StartAll(*stub0, batch));
   for (size_t i = 0; i < cluster.size(); ++i) {
-    EXPECT_EQ(PendingOn(cluster[i]), expected["m" + std::to_string(i)]) << "m" << i;
+    EXPECT_EQ(LocalPendingOn(cluster[i]), expected["m" + std::to_string(i)]) << "m" << i;
   }
   // A second start of the same id, through another member, reaches the same owner.
   EXPECT_EQ(testing::StartTtl(*cluster[1].stub(), kNs, "t7", seconds(60)).error_code(),
@@ -206,11 +221,66 @@ TEST(LawndClusterTest, AForwardedCallThatReachesAMemberNotOwningItsPartitionIsRe
       cluster[1].stub()->StartTimer(&context, testing::TtlRequest(kNs, id, seconds(60)), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(status.error_message().find("wrong owner"), std::string::npos) << status.error_message();
-  EXPECT_EQ(PendingOn(cluster[0]), 0u);
-  EXPECT_EQ(PendingOn(cluster[1]), 0u);
+  EXPECT_EQ(LocalPendingOn(cluster[0]), 0u);
+  EXPECT_EQ(LocalPendingOn(cluster[1]), 0u);
   // Without the header the same call is forwarded and lands on m0.
   EXPECT_TRUE(testing::StartTtl(*cluster[1].stub(), kNs, id, seconds(60)).ok());
-  EXPECT_EQ(PendingOn(cluster[0]), 1u);
+  EXPECT_EQ(LocalPendingOn(cluster[0]), 1u);
+}
+
+// Every id of `ns` that ListTimers returns through `member`, page by page (`page_size` each).
+std::vector<std::string> ListAll(LawndProcess& member, const std::string& ns, int page_size, grpc::Status* status) {
+  std::vector<std::string> ids;
+  auto stub = member.stub();
+  v1::ListTimersRequest request;
+  request.set_namespace_(ns);
+  request.set_page_size(page_size);
+  for (int pages = 0; pages < 1000; ++pages) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + seconds(10));
+    v1::ListTimersResponse response;
+    *status = stub->ListTimers(&context, request, &response);
+    if (!status->ok()) return ids;
+    EXPECT_LE(response.timers_size(), page_size);
+    for (const v1::Timer& t : response.timers()) ids.push_back(t.id());
+    if (response.next_page_token().empty()) break;
+    request.set_page_token(response.next_page_token());
+  }
+  return ids;
+}
+
+TEST(LawndClusterTest, ListTimersAndGetStatsThroughAnyMemberCoverTheWholeCluster) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 3);
+  cluster.StartAll();
+  WaitAllFormed(cluster);
+  std::vector<v1::StartTimerRequest> requests;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 700; ++i) {
+    ids.push_back("l" + std::to_string(i));
+    requests.push_back(testing::TtlRequest(kNs, ids.back(), seconds(3600)));
+  }
+  ASSERT_TRUE(testing::StartAll(*cluster[2].stub(), requests));
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    grpc::Status status;
+    EXPECT_EQ(ListAll(cluster[i], kNs, 64, &status), ids) << "through m" << i;
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    // GetStats sums the members: the namespace's 700 timers, whichever member answers.
+    EXPECT_EQ(PendingOn(cluster[i]), 700u) << "through m" << i;
+  }
+  // Each member alone holds a share (asked directly with the header a member's fan-out sends).
+  uint64_t sum = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    grpc::ClientContext context;
+    context.AddMetadata("lawn-forwarded-by", "test");
+    v1::GetStatsResponse stats;
+    ASSERT_TRUE(cluster[i].stub()->GetStats(&context, v1::GetStatsRequest(), &stats).ok());
+    EXPECT_GT(stats.pending_timers(), 0u);
+    EXPECT_LT(stats.pending_timers(), 700u);
+    sum += stats.pending_timers();
+  }
+  EXPECT_EQ(sum, 700u);
 }
 
 TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsWithItsTimers) {
@@ -227,7 +297,7 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   }
   ASSERT_FALSE(on_m2.empty());
   ASSERT_TRUE(testing::StartAll(*cluster[0].stub(), requests));
-  const uint64_t m2_pending = PendingOn(cluster[2]);
+  const uint64_t m2_pending = LocalPendingOn(cluster[2]);
   EXPECT_EQ(m2_pending, on_m2.size());
 
   cluster[2].Kill();
@@ -247,6 +317,11 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).error_message().find("not live") != std::string::npos; },
                       seconds(15)))
       << get(on_m2[0]).error_message();
+  // A list of the namespace would miss m2's timers: refused, not answered incomplete.
+  grpc::Status list_status;
+  ListAll(cluster[0], kNs, 100, &list_status);
+  EXPECT_EQ(list_status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(list_status.error_message().find("m2"), std::string::npos) << list_status.error_message();
   // The other members keep serving their partitions.
   for (const std::string& id : elsewhere) ASSERT_TRUE(get(id).ok()) << id;
   // Starts into m2's partitions are refused too, and nothing of them is kept elsewhere.
@@ -261,7 +336,7 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   ASSERT_TRUE(cluster[2].WaitServing(seconds(30))) << cluster[2].Log();
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(20))) << get(on_m2[0]).error_message();
   for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
-  EXPECT_EQ(PendingOn(cluster[2]), m2_pending);
+  EXPECT_EQ(LocalPendingOn(cluster[2]), m2_pending);
 }
 
 TEST(LawndClusterTest, AMemberConfiguredForAnotherPartitionCountRefusesToStart) {
