@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/partition.h"
@@ -337,6 +338,72 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(20))) << get(on_m2[0]).error_message();
   for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
   EXPECT_EQ(LocalPendingOn(cluster[2]), m2_pending);
+}
+
+bool Serving(LawndProcess& member) {
+  v1::GetClusterMapResponse map;
+  return ClusterMap(member, &map).ok() && map.serving();
+}
+
+TEST(LawndClusterTest, WhileEtcdIsUnreachablePastTheLeaseAMemberNeitherFiresNorAcceptsWritesThenCatchesUp) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 1);  // lease_ttl 3s: the fence closes within 3 s of the last renewal.
+  cluster.StartAll();
+  WaitAllFormed(cluster);
+  auto stub = cluster[0].stub();
+  testing::TestSubscriber subscriber(*stub, kNs, 1000, false, 100);
+  std::vector<v1::StartTimerRequest> requests;
+  for (int i = 0; i < 100; ++i) requests.push_back(testing::TtlRequest(kNs, "f" + std::to_string(i), seconds(4)));
+  const int64_t started_ns = testing::WallNowNs();
+  ASSERT_TRUE(testing::StartAll(*stub, requests));
+  etcd.Pause();
+  ASSERT_TRUE(WaitFor([&] { return !Serving(cluster[0]); }, seconds(10)));
+  const grpc::Status refused = testing::StartTtl(*stub, kNs, "during", seconds(1));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(refused.error_message().find("lease"), std::string::npos) << refused.error_message();
+  // The timers come due 4 s after their start, while the fence is closed: none may fire.
+  while (testing::WallNowNs() < started_ns + 5'500'000'000) {
+    EXPECT_TRUE(subscriber.Drain(milliseconds(100)).empty());
+  }
+  etcd.Resume();
+  // Back (under its old lease, or a new one if etcd expired the old): every timer fires, late, none early.
+  ASSERT_TRUE(WaitFor([&] { return Serving(cluster[0]); }, seconds(20))) << cluster[0].Log();
+  const std::vector<v1::Expiration> fired = subscriber.Take(100, seconds(20));
+  EXPECT_EQ(fired.size(), 100u);
+  std::vector<uint64_t> acks;
+  for (const v1::Expiration& e : fired) {
+    EXPECT_GE(testing::ToNs(e.fired_at()), started_ns + 5'500'000'000) << e.timer().id();
+    acks.push_back(e.delivery_id());
+  }
+  EXPECT_TRUE(subscriber.Ack(acks));
+  EXPECT_TRUE(testing::StartTtl(*stub, kNs, "after", seconds(60)).ok());
+}
+
+TEST(LawndClusterTest, EtcdUnreachableForLessThanTheLeaseMarginInterruptsNothing) {
+  EtcdProcess etcd;
+  TempDir dir;
+  LawndProcess member(dir.path() + "/data",
+                      {"--cluster-etcd-endpoints", etcd.endpoint(), "--cluster-member", "solo", "--cluster-advertise",
+                       "127.0.0.1:0", "--config",
+                       testing::WriteFile(dir.path() + "/lawn.yaml", "cluster:\n  name: t\n  lease_ttl: 10s\n")});
+  member.Start();
+  WaitFormed(member, 1);
+  auto stub = member.stub();
+  testing::TestSubscriber subscriber(*stub, kNs, 1000, false, 100);
+  etcd.Pause();
+  // 5 s without etcd (renewals every 3.3 s, fence margin 1 s): writes are accepted and timers fire.
+  const auto until = std::chrono::steady_clock::now() + seconds(5);
+  int started = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    const grpc::Status status = testing::StartTtl(*stub, kNs, "p" + std::to_string(started), milliseconds(200));
+    ASSERT_TRUE(status.ok()) << started << ": " << status.error_message();
+    ++started;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(Serving(member));
+  etcd.Resume();
+  const std::vector<v1::Expiration> fired = subscriber.Take(static_cast<size_t>(started), seconds(10));
+  EXPECT_EQ(fired.size(), static_cast<size_t>(started));
 }
 
 TEST(LawndClusterTest, AMemberConfiguredForAnotherPartitionCountRefusesToStart) {
