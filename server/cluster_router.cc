@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "server/subscription_relay.h"
 
 namespace lawn {
 
@@ -15,6 +16,40 @@ namespace {
 constexpr std::chrono::seconds kMaxForwardDeadline(30);
 
 }  // namespace
+
+ClusterRouter::ClusterRouter(ClusterNode& node) : node_(node) {
+  maintainer_ = std::thread([this] { MaintainLoop(); });
+}
+
+ClusterRouter::~ClusterRouter() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  maintainer_.join();
+}
+
+void ClusterRouter::Register(const std::shared_ptr<SubscriptionRelay>& relay) {
+  absl::MutexLock lock(&mu_);
+  relays_.push_back(relay);
+}
+
+void ClusterRouter::MaintainLoop() {
+  for (;;) {
+    std::vector<std::shared_ptr<SubscriptionRelay>> live;
+    {
+      absl::MutexLock lock(&mu_);
+      // Wakes at once when stopping; otherwise every second.
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
+      if (stopping_) return;
+      std::erase_if(relays_, [](const std::weak_ptr<SubscriptionRelay>& r) { return r.expired(); });
+      for (const auto& r : relays_) {
+        if (auto relay = r.lock()) live.push_back(std::move(relay));
+      }
+    }
+    for (const auto& relay : live) relay->Maintain();
+  }
+}
 
 absl::Status ClusterRouter::WrongOwner(const Placement& placement) const {
   return absl::UnavailableError("wrong owner: member " + node_.options().member + " does not serve partition " +

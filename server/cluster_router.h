@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,12 +25,15 @@
 
 namespace lawn {
 
+class SubscriptionRelay;
+
 class ClusterRouter {
  public:
   static constexpr char kForwardedBy[] = "lawn-forwarded-by";
 
   // `node` is not owned and outlives the router.
-  explicit ClusterRouter(ClusterNode& node) : node_(node) {}
+  explicit ClusterRouter(ClusterNode& node);
+  ~ClusterRouter();
   ClusterRouter(const ClusterRouter&) = delete;
   ClusterRouter& operator=(const ClusterRouter&) = delete;
 
@@ -58,13 +62,22 @@ class ClusterRouter {
                       std::function<void(Answers answers)> merge);
 
   ClusterNode& node() { return node_; }
+  // The channel to a member's address (one per address, kept).
+  std::shared_ptr<grpc::Channel> Channel(const std::string& address) { return ChannelTo(address); }
+  // Has `relay` maintained (SubscriptionRelay::Maintain: reconnect, reach new members) every second while
+  // it lives.
+  void Register(const std::shared_ptr<SubscriptionRelay>& relay);
 
  private:
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address);
+  void MaintainLoop();
 
   ClusterNode& node_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::weak_ptr<SubscriptionRelay>> relays_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread maintainer_;
 };
 
 }  // namespace lawn

@@ -11,6 +11,7 @@
 #include "server/proto_convert.h"
 #include "server/raw_call.h"
 #include "server/runtime.h"
+#include "server/subscription_relay.h"
 #include "server/time_base.h"
 #include "server/validation.h"
 #include "spdlog/spdlog.h"
@@ -44,8 +45,14 @@ class SubscribeReactor::StreamHandle final : public Subscriber {
 // ---- SubscribeReactor -------------------------------------------------------------------------------------
 
 SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission,
-                                   Caller caller, const Authenticator& auth)
-    : runtime_(runtime), registry_(registry), caller_(std::move(caller)), auth_(auth) {
+                                   Caller caller, const Authenticator& auth, ClusterRouter* relay_router,
+                                   std::vector<std::pair<std::string, std::string>> relay_metadata)
+    : runtime_(runtime),
+      registry_(registry),
+      caller_(std::move(caller)),
+      auth_(auth),
+      relay_router_(relay_router),
+      relay_metadata_(std::move(relay_metadata)) {
   registry_.Add(this);
   const grpc::Status closing = registry_.closing_status();
   if (!closing.ok()) {
@@ -99,9 +106,28 @@ void SubscribeReactor::OnReadDone(bool ok) {
     handle = handle_;
   }
   std::vector<uint64_t> acked;
-  const auto& ids = request_.ack().delivery_ids();
+  const auto* ids = &request_.ack().delivery_ids();
+  std::shared_ptr<SubscriptionRelay> relay;
+  {
+    absl::MutexLock lock(&mu_);
+    relay = relay_;
+  }
+  google::protobuf::RepeatedField<uint64_t> own;
+  if (relay != nullptr) {
+    // Relayed expirations' acks go back to their members; the rest are this member's.
+    std::vector<uint64_t> relayed;
+    for (uint64_t id : *ids) {
+      if (SubscriptionRelay::IsRelayId(id)) {
+        relayed.push_back(id);
+      } else {
+        own.Add(id);
+      }
+    }
+    if (!relayed.empty()) relay->Ack(relayed);
+    ids = &own;
+  }
   // Only this stream's own deliveries are acked; anything else is counted and ignored.
-  const AckResult result = ns->outbox.Ack(*handle, ids.data(), static_cast<size_t>(ids.size()), &acked);
+  const AckResult result = ns->outbox.Ack(*handle, ids->data(), static_cast<size_t>(ids->size()), &acked);
   if (result.unknown + result.foreign > 0) {
     spdlog::debug("namespace '{}': ignored {} unknown and {} foreign acked ids", ns->name(), result.unknown,
                   result.foreign);
@@ -175,6 +201,21 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {}, max_batch {})", *ns_name,
                 max_in_flight, open.observe(), std::min(open.max_batch(), kMaxBatchCount));
+  if (relay_router_ != nullptr) {
+    // The handle's Wake is safe after the stream ends (it is detached then): the relay may outlive it.
+    std::weak_ptr<StreamHandle> weak = handle;
+    std::shared_ptr<SubscriptionRelay> relay =
+        SubscriptionRelay::Start(*relay_router_, relay_metadata_, open, [weak] {
+          if (auto h = weak.lock()) h->Wake();
+        });
+    bool closing;
+    {
+      absl::MutexLock lock(&mu_);
+      closing = closing_;
+      if (!closing) relay_ = relay;
+    }
+    if (closing) relay->Stop();
+  }
   StartRead(&read_buf_);
   (*ns)->outbox.AddSubscriber(handle);  // Wakes us: the first sends start here.
 }
@@ -184,10 +225,10 @@ void SubscribeReactor::TrySend() {
     absl::MutexLock lock(&mu_);
     if (writing_ || closing_ || handle_ == nullptr) return;
     // What is ready now, never more: a batch is not waited for, so batching adds no latency.
-    if (outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), max_batch_ == 0 ? 1 : max_batch_, kMaxBatchBytes,
-                           &batch_) == 0) {
-      return;
-    }
+    const size_t want = max_batch_ == 0 ? 1 : max_batch_;
+    const size_t local = outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), want, kMaxBatchBytes, &batch_);
+    const size_t relayed = relay_ != nullptr && local < want ? relay_->Take(want - local, &relayed_) : 0;
+    if (local + relayed == 0) return;
     writing_ = true;
     FillResponse();
     // Cannot fail: a response is at most kMaxBatchBytes of expirations, or one expiration of at most its
@@ -200,6 +241,7 @@ void SubscribeReactor::TrySend() {
       std::abort();
     }
     batch_.clear();  // The outbox holds them until acked; this copy's payloads need not wait for the next write.
+    relayed_.clear();
   }
   StartWrite(&write_buf_);
 }
@@ -226,6 +268,11 @@ void SubscribeReactor::FillResponse() {
       spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
     }
   }
+  // Relayed ones as they came (their member measured their lateness). With max_batch 0, TrySend took one.
+  for (v1::Expiration& e : relayed_) {
+    v1::Expiration* out = max_batch_ == 0 ? response_.mutable_expiration() : many->Add();
+    out->Swap(&e);
+  }
 }
 
 void SubscribeReactor::OnWriteDone(bool ok) {
@@ -250,6 +297,7 @@ void SubscribeReactor::OnWriteDone(bool ok) {
 }
 
 void SubscribeReactor::Close(const grpc::Status& status) {
+  std::shared_ptr<SubscriptionRelay> relay;
   std::shared_ptr<StreamHandle> handle;
   Outbox* outbox;
   bool finish_now = false;
@@ -260,11 +308,14 @@ void SubscribeReactor::Close(const grpc::Status& status) {
     close_status_ = status;
     handle = handle_;
     outbox = outbox_;
+    relay = std::move(relay_);
     if (!writing_) {
       finished_ = true;
       finish_now = true;
     }
   }
+  // The members that relayed to this stream take back what it held unacked.
+  if (relay != nullptr) relay->Stop();
   // Whatever this stream held unacked goes back to the namespace's ready queue for other subscribers.
   if (outbox != nullptr) outbox->RemoveSubscriber(handle.get());
   if (finish_now) Finish(status);

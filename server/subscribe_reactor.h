@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -28,8 +30,10 @@
 
 namespace lawn {
 
+class ClusterRouter;
 class Outbox;
 class Runtime;
+class SubscriptionRelay;
 class NamespaceState;
 class SubscribeReactor;
 
@@ -43,8 +47,12 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
 
   // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
   // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.
+  // Cluster mode: with `relay_router` (not owned), the stream also receives the namespace's expirations
+  // from every other member (server/subscription_relay.h); `relay_metadata` (the caller's authorization) goes
+  // along to them.
   SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission, Caller caller,
-                   const Authenticator& auth);
+                   const Authenticator& auth, ClusterRouter* relay_router = nullptr,
+                   std::vector<std::pair<std::string, std::string>> relay_metadata = {});
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -82,6 +90,11 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
   // What the write being prepared takes from the outbox; empty between writes, kept for its capacity.
   std::vector<Delivery> batch_ ABSL_GUARDED_BY(mu_);
+  // Cluster mode: expirations relayed from the other members, written after batch_ in the same response.
+  std::vector<v1::Expiration> relayed_ ABSL_GUARDED_BY(mu_);
+  ClusterRouter* const relay_router_;
+  const std::vector<std::pair<std::string, std::string>> relay_metadata_;
+  std::shared_ptr<SubscriptionRelay> relay_ ABSL_GUARDED_BY(mu_);
   v1::SubscribeResponse response_ ABSL_GUARDED_BY(mu_);
   // response_ serialized; gRPC reads it from StartWrite to OnWriteDone, while writing_ keeps it unchanged.
   grpc::ByteBuffer write_buf_ ABSL_GUARDED_BY(mu_);

@@ -582,7 +582,20 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::S
   absl::StatusOr<Caller> caller = Authenticate(context, "Subscribe");
   // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
   absl::Status admission = caller.ok() ? Admit(false) : caller.status();
-  return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_);
+  ClusterRouter* relay = nullptr;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (admission.ok() && cluster_mode_.load(std::memory_order_acquire) && !ClusterRouter::IsForwarded(*context)) {
+    relay = router_.load(std::memory_order_acquire);
+    if (relay == nullptr) admission = absl::UnavailableError("lawnd is joining its cluster; retry shortly");
+    // The caller's token goes to the other members with the relayed streams.
+    const auto& client_metadata = context->client_metadata();
+    for (auto it = client_metadata.lower_bound("authorization");
+         it != client_metadata.end() && it->first == "authorization"; ++it) {
+      metadata.emplace_back("authorization", std::string(it->second.data(), it->second.size()));
+    }
+  }
+  return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_,
+                              relay, std::move(metadata));
 }
 
 }  // namespace lawn

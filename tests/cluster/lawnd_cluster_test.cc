@@ -120,7 +120,7 @@ uint64_t LocalPendingOn(LawndProcess& member) {
   return 0;
 }
 
-TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireThereOnce) {
+TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASubscriberOfAnotherOnce) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 3);
   cluster.StartAll();
@@ -139,9 +139,9 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireTher
     for (uint32_t p = 0; p < kPartitions; ++p) EXPECT_EQ(other.owners(p).member(), map.owners(p).member());
   }
 
-  // 600 unary starts and 2,400 in batches, all through m0; TTLs 2-3 s so they fire after the checks.
+  // 600 unary starts and 29,400 in batches, all through m0; TTLs 5-6 s so they fire after the checks.
   constexpr int kUnary = 600;
-  constexpr int kTotal = 3000;
+  constexpr int kTotal = 30000;
   std::map<std::string, uint64_t> expected;  // Owner -> timers.
   std::vector<v1::StartTimerRequest> batch;
   auto stub0 = cluster[0].stub();
@@ -149,7 +149,7 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireTher
   for (int i = 0; i < kTotal; ++i) {
     const std::string id = "t" + std::to_string(i);
     ++expected[OwnerOf(map, id)];
-    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(2000 + i % 1000), "p" + id);
+    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(5000 + i % 1000), "p" + id);
     if (i < kUnary) {
       ASSERT_TRUE(testing::Call(*stub0, request).ok()) << id;
     } else {
@@ -174,36 +174,35 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndFireTher
     EXPECT_EQ(response.timer().payload(), "p" + request.id());
   }
 
-  // Each member fires what it owns: a subscriber on each gets exactly its own, none early, none twice.
-  std::vector<std::unique_ptr<testing::TestSubscriber>> subscribers;
-  std::vector<std::unique_ptr<v1::TimerService::Stub>> stubs;
-  for (size_t i = 0; i < cluster.size(); ++i) {
-    stubs.push_back(cluster[i].stub());
-    subscribers.push_back(std::make_unique<testing::TestSubscriber>(*stubs.back(), kNs, 1000, false, 100));
-  }
-  // Taken and acked as they come, from all three at once (a stream holds at most max_in_flight unacked).
+  // One subscriber, on m1, receives every expiration: m1's own from its outbox, m0's and m2's relayed. Acked
+  // as they come (the stream holds at most max_in_flight unacked per member); none early, none twice.
+  auto stub1 = cluster[1].stub();
+  testing::TestSubscriber subscriber(*stub1, kNs, 1000, false, 100);
   std::set<std::string> seen;
-  std::vector<uint64_t> got(cluster.size(), 0);
-  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  std::map<std::string, uint64_t> fired_by;  // Owner -> expirations received.
+  const auto until = std::chrono::steady_clock::now() + seconds(60);
   while (seen.size() < static_cast<size_t>(kTotal) && std::chrono::steady_clock::now() < until) {
-    for (size_t i = 0; i < cluster.size(); ++i) {
-      const std::string name = "m" + std::to_string(i);
-      std::vector<uint64_t> acks;
-      for (const v1::Expiration& e : subscribers[i]->Drain(milliseconds(50))) {
-        EXPECT_EQ(OwnerOf(map, e.timer().id()), name) << e.timer().id();
-        EXPECT_GE(testing::ToNs(e.fired_at()), testing::ToNs(e.timer().deadline())) << e.timer().id();
-        EXPECT_GE(testing::ToNs(e.timer().deadline()), started_ns);
-        EXPECT_TRUE(seen.insert(e.timer().id()).second)
-            << "twice: " << e.timer().id() << " on " << name << " attempt " << e.attempt();
-        acks.push_back(e.delivery_id());
-        ++got[i];
-      }
-      if (!acks.empty()) EXPECT_TRUE(subscribers[i]->Ack(acks));
+    std::vector<uint64_t> acks;
+    for (const v1::Expiration& e : subscriber.Drain(milliseconds(50))) {
+      EXPECT_GE(testing::ToNs(e.fired_at()), testing::ToNs(e.timer().deadline())) << e.timer().id();
+      EXPECT_GE(testing::ToNs(e.timer().deadline()), started_ns);
+      EXPECT_EQ(e.timer().payload(), "p" + e.timer().id());
+      EXPECT_TRUE(seen.insert(e.timer().id()).second) << "twice: " << e.timer().id() << " attempt " << e.attempt();
+      ++fired_by[OwnerOf(map, e.timer().id())];
+      acks.push_back(e.delivery_id());
     }
+    if (!acks.empty()) ASSERT_TRUE(subscriber.Ack(acks));
   }
-  for (size_t i = 0; i < cluster.size(); ++i) EXPECT_EQ(got[i], expected["m" + std::to_string(i)]) << "m" << i;
   EXPECT_EQ(seen.size(), static_cast<size_t>(kTotal));
-  for (auto& s : subscribers) EXPECT_TRUE(s->Drain(milliseconds(300)).empty());
+  EXPECT_EQ(fired_by, expected);
+  EXPECT_TRUE(subscriber.Drain(milliseconds(300)).empty());
+  // The acks reached the members that delivered: every outbox empties, nothing is redelivered.
+  EXPECT_TRUE(WaitFor(
+      [&] { return testing::NamespaceStatsOf(*stub1, kNs).outbox() == 0; }, seconds(10)));
+  grpc::ClientContext context;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(stub1->GetStats(&context, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.redeliveries(), 0u);
 }
 
 TEST(LawndClusterTest, AForwardedCallThatReachesAMemberNotOwningItsPartitionIsRefusedNotForwardedAgain) {
@@ -297,12 +296,22 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
     (OwnerOf(map, id) == "m2" ? on_m2 : elsewhere).push_back(id);
   }
   ASSERT_FALSE(on_m2.empty());
-  ASSERT_TRUE(testing::StartAll(*cluster[0].stub(), requests));
+  // And 20 of m2's that come due while it is down; a subscriber on m0 must get them once m2 is back.
+  std::vector<std::string> soon;
+  for (int i = 0; soon.size() < 20; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    if (OwnerOf(map, id) != "m2") continue;
+    soon.push_back(id);
+    requests.push_back(testing::TtlRequest(kNs, id, seconds(4)));
+  }
+  auto stub0 = cluster[0].stub();
+  testing::TestSubscriber subscriber(*stub0, kNs, 1000, false, 100);
+  const int64_t started_ns = testing::WallNowNs();
+  ASSERT_TRUE(testing::StartAll(*stub0, requests));
   const uint64_t m2_pending = LocalPendingOn(cluster[2]);
-  EXPECT_EQ(m2_pending, on_m2.size());
+  EXPECT_EQ(m2_pending, on_m2.size() + soon.size());
 
   cluster[2].Kill();
-  auto stub0 = cluster[0].stub();
   auto get = [&](const std::string& id) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + seconds(5));
@@ -337,7 +346,19 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   ASSERT_TRUE(cluster[2].WaitServing(seconds(30))) << cluster[2].Log();
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(20))) << get(on_m2[0]).error_message();
   for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
-  EXPECT_EQ(LocalPendingOn(cluster[2]), m2_pending);
+  // Those due during the downtime fire after the restart and reach m0's subscriber through its relay,
+  // which reconnected to m2 by itself.
+  const std::vector<v1::Expiration> fired = subscriber.Take(soon.size(), seconds(30));
+  std::set<std::string> got;
+  for (const v1::Expiration& e : fired) {
+    got.insert(e.timer().id());
+    EXPECT_GE(testing::ToNs(e.fired_at()), started_ns + 4'000'000'000) << e.timer().id();
+  }
+  EXPECT_EQ(got, std::set<std::string>(soon.begin(), soon.end()));
+  std::vector<uint64_t> acks;
+  for (const v1::Expiration& e : fired) acks.push_back(e.delivery_id());
+  EXPECT_TRUE(subscriber.Ack(acks));
+  EXPECT_TRUE(WaitFor([&] { return LocalPendingOn(cluster[2]) == on_m2.size(); }, seconds(10)));
 }
 
 bool Serving(LawndProcess& member) {
