@@ -45,7 +45,8 @@ ClusterNode::ClusterNode(const ClusterNodeOptions& options, std::unique_ptr<Etcd
   empty->partitions = options.partitions;
   empty->owners.resize(options.partitions);
   empty->epochs.resize(options.partitions, 0);
-  map_.store(std::move(empty), std::memory_order_release);
+  absl::MutexLock lock(&map_mu_);
+  map_ = std::move(empty);
 }
 
 ClusterNode::~ClusterNode() { Leave(); }
@@ -201,7 +202,8 @@ absl::Status ClusterNode::Refresh() {
   if (leader->has_value()) map->leader = (*leader)->value;
   map->owners = std::move(owners->owners);
   map->epochs = std::move(owners->epochs);
-  map_.store(std::move(map), std::memory_order_release);
+  absl::MutexLock lock(&map_mu_);
+  map_ = std::move(map);
   return absl::OkStatus();
 }
 

@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cluster/etcd_client.h"
 #include "cluster/lease_keeper.h"
 
@@ -89,7 +90,10 @@ class ClusterNode {
   void Leave();
 
   // The map as last read; never null (empty owners until the first read).
-  std::shared_ptr<const ClusterMap> map() const { return map_.load(std::memory_order_acquire); }
+  std::shared_ptr<const ClusterMap> map() const {
+    absl::ReaderMutexLock lock(&map_mu_);
+    return map_;
+  }
   // True while this member is registered and its lease is certainly alive (the fence is open).
   bool Fresh() const;
   // The partition of (namespace, id) in this cluster (cluster/partition.h).
@@ -115,7 +119,10 @@ class ClusterNode {
   std::vector<std::unique_ptr<LeaseKeeper>> retired_;
   std::atomic<const LeaseKeeper*> keeper_view_{nullptr};
   std::atomic<bool> registered_{false};
-  std::atomic<std::shared_ptr<const ClusterMap>> map_;
+  // Replaced whole by the Run thread, read by every routed call: a copy of the pointer under a reader lock
+  // (libstdc++'s std::atomic<std::shared_ptr> spins on a bit that TSan cannot see).
+  mutable absl::Mutex map_mu_;
+  std::shared_ptr<const ClusterMap> map_ ABSL_GUARDED_BY(map_mu_);
 
   std::thread thread_;
   std::once_flag leave_once_;

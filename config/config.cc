@@ -296,10 +296,10 @@ absl::Status ValidateCluster(const Options& options) {
   if (options.cluster_lease_ttl % std::chrono::seconds(1) != std::chrono::nanoseconds(0)) {
     return absl::InvalidArgumentError(KeyPrefix("cluster.lease_ttl") + "etcd leases are whole seconds; write e.g. 10s");
   }
-  if (!options.tls_cert_file.empty()) {
+  if (!options.tls_cert_file.empty() && options.cluster_tls_ca_file.empty()) {
     return absl::InvalidArgumentError(
-        "config section 'cluster': cluster mode does not support tls yet (members forward calls to each other "
-        "in plaintext); run the cluster on a private network");
+        "config key 'cluster.tls_ca_file': with tls on, members forward calls to each other over TLS and need the "
+        "CA certificate(s) that the other members' certificates chain to");
   }
   if (options.durability == Durability::kMemory) {
     return absl::InvalidArgumentError(

@@ -90,6 +90,8 @@ constexpr Field kFields[] = {
     {"cluster.lease_ttl", FieldKind::kDuration, &Options::cluster_lease_ttl, Nanos(std::chrono::seconds(2)),
      Nanos(std::chrono::minutes(10))},
     {"cluster.expect_members", FieldKind::kCount, &Options::cluster_expect_members, 1, 1'000},
+    {"cluster.tls_ca_file", FieldKind::kPathOrEmpty, &Options::cluster_tls_ca_file},
+    {"cluster.tls_server_name", FieldKind::kPathOrEmpty, &Options::cluster_tls_server_name},
 };
 
 std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }

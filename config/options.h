@@ -215,6 +215,15 @@ struct Options {
   // bootstrap_expect), so the first member to start does not take them all. Allowed 1..1000. Default 1.
   uint32_t cluster_expect_members = 1;
 
+  // With TLS on (tls.cert_file): PEM CA certificate(s) that the other members' server certificates chain to;
+  // members forward calls to each other over TLS and present their own certificate (for mutual TLS).
+  // Required in cluster mode with TLS. Default "".
+  std::string cluster_tls_ca_file;
+
+  // The name checked against the other members' certificates; "" = the host of their advertise address.
+  // Default "".
+  std::string cluster_tls_server_name;
+
   // Start rate limits per namespace (config section `rate_limits:`, a list). Empty = no limit. Not a field
   // of the key table (a list): the YAML loader parses it on its own.
   std::vector<RateLimit> rate_limits;

@@ -17,7 +17,9 @@ constexpr std::chrono::seconds kMaxForwardDeadline(30);
 
 }  // namespace
 
-ClusterRouter::ClusterRouter(ClusterNode& node) : node_(node) {
+ClusterRouter::ClusterRouter(ClusterNode& node, std::shared_ptr<grpc::ChannelCredentials> credentials,
+                             std::string server_name)
+    : node_(node), credentials_(std::move(credentials)), server_name_(std::move(server_name)) {
   maintainer_ = std::thread([this] { MaintainLoop(); });
 }
 
@@ -73,7 +75,8 @@ std::shared_ptr<grpc::Channel> ClusterRouter::ChannelTo(const std::string& addre
   // Let a member that restarts at the same address be reached again quickly.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!server_name_.empty()) args.SetSslTargetNameOverride(server_name_);
+  auto channel = grpc::CreateCustomChannel(address, credentials_, args);
   channels_.emplace(address, channel);
   return channel;
 }

@@ -4,7 +4,8 @@
 // as it is, one hop only. A forwarded call carries `lawn-forwarded-by: <member>`; a member that gets one for a
 // partition it does not own answers UNAVAILABLE ("wrong owner") instead of forwarding again, so a stale map
 // costs a retry, never a loop. The caller's `authorization` header goes along, so the owner authorizes the
-// caller as the first member did.
+// caller as the first member did. (A caller known only by its client certificate's subject reaches the owner
+// as the forwarding member's certificate: in cluster mode with mutual TLS, callers should use tokens.)
 //
 // Thread-safety: every method may be called from any thread; the forward's callback runs on a gRPC thread.
 #pragma once
@@ -32,7 +33,9 @@ class ClusterRouter {
   static constexpr char kForwardedBy[] = "lawn-forwarded-by";
 
   // `node` is not owned and outlives the router.
-  explicit ClusterRouter(ClusterNode& node);
+  // `credentials` for the channels to other members (TLS with the cluster CA and this member's certificate,
+  // or insecure); `server_name`, if not empty, is the name checked on their certificates.
+  ClusterRouter(ClusterNode& node, std::shared_ptr<grpc::ChannelCredentials> credentials, std::string server_name);
   ~ClusterRouter();
   ClusterRouter(const ClusterRouter&) = delete;
   ClusterRouter& operator=(const ClusterRouter&) = delete;
@@ -73,6 +76,8 @@ class ClusterRouter {
   void MaintainLoop();
 
   ClusterNode& node_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const std::string server_name_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   std::vector<std::weak_ptr<SubscriptionRelay>> relays_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -238,6 +240,18 @@ absl::Status LawnServer::Start() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The contents of `path` (a PEM file named by config key), or NOT_FOUND naming it.
+absl::Status ReadWholeFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot read " + path + " (cluster mode with tls)");
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LawnServer::JoinCluster() {
   ClusterNodeOptions cluster;
   for (absl::string_view endpoint : absl::StrSplit(options_.cluster_etcd_endpoints, ',')) {
@@ -258,8 +272,19 @@ absl::Status LawnServer::JoinCluster() {
                                                   options_.cluster_etcd_endpoints + ": " +
                                                   std::string(node.status().message()));
   }
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options_.tls_cert_file.empty()) {
+    // Members speak TLS to each other: the cluster CA checks the other member, and this member's own
+    // certificate answers a member that asks for one (mutual TLS).
+    grpc::SslCredentialsOptions ssl;
+    absl::Status read = ReadWholeFile(options_.cluster_tls_ca_file, &ssl.pem_root_certs);
+    if (read.ok()) read = ReadWholeFile(options_.tls_cert_file, &ssl.pem_cert_chain);
+    if (read.ok()) read = ReadWholeFile(options_.tls_key_file, &ssl.pem_private_key);
+    if (!read.ok()) return read;
+    credentials = grpc::SslCredentials(ssl);
+  }
   cluster_ = std::move(*node);
-  router_ = std::make_unique<ClusterRouter>(*cluster_);
+  router_ = std::make_unique<ClusterRouter>(*cluster_, std::move(credentials), options_.cluster_tls_server_name);
   cluster_view_.store(cluster_.get(), std::memory_order_release);
   service_->SetRouter(router_.get());
   cluster_service_->SetNode(cluster_.get());

@@ -20,6 +20,7 @@
 #include "tests/cluster/etcd_process.h"
 #include "tests/integration/lawnd_process.h"
 #include "tests/integration/test_client.h"
+#include "tests/security/security_fixture.h"
 
 namespace lawn {
 namespace {
@@ -37,18 +38,22 @@ constexpr char kNs[] = "orders";
 // A cluster of `n` lawnd members named m0.. on one etcd, each with its own data dir and config file.
 class Cluster {
  public:
-  Cluster(const EtcdProcess& etcd, int n, uint32_t partitions = kPartitions) {
+  // `extra_yaml` is appended to each member's config (top-level keys); `credentials` are the test's.
+  Cluster(const EtcdProcess& etcd, int n, uint32_t partitions = kPartitions, const std::string& extra_yaml = "",
+          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) {
     for (int i = 0; i < n; ++i) {
       dirs_.push_back(std::make_unique<TempDir>());
-      members_.push_back(MakeMember(etcd, i, partitions, n));
+      members_.push_back(MakeMember(etcd, i, partitions, n, extra_yaml));
+      if (credentials != nullptr) members_.back()->set_credentials(credentials);
     }
   }
 
-  std::unique_ptr<LawndProcess> MakeMember(const EtcdProcess& etcd, int i, uint32_t partitions, int expect) {
+  std::unique_ptr<LawndProcess> MakeMember(const EtcdProcess& etcd, int i, uint32_t partitions, int expect,
+                                           const std::string& extra_yaml) {
     const std::string config = testing::WriteFile(
         dirs_[static_cast<size_t>(i)]->path() + "/lawn.yaml",
         "cluster:\n  name: t\n  partitions: " + std::to_string(partitions) +
-            "\n  lease_ttl: 3s\n  expect_members: " + std::to_string(expect) + "\n");
+            "\n  lease_ttl: 3s\n  expect_members: " + std::to_string(expect) + "\n" + extra_yaml);
     return std::make_unique<LawndProcess>(
         dirs_[static_cast<size_t>(i)]->path() + "/data",
         std::vector<std::string>{"--config", config, "--cluster-etcd-endpoints", etcd.endpoint(), "--cluster-member",
@@ -425,6 +430,53 @@ TEST(LawndClusterTest, EtcdUnreachableForLessThanTheLeaseMarginInterruptsNothing
   etcd.Resume();
   const std::vector<v1::Expiration> fired = subscriber.Take(static_cast<size_t>(started), seconds(10));
   EXPECT_EQ(fired.size(), static_cast<size_t>(started));
+}
+
+TEST(LawndClusterTest, WithMutualTlsMembersForwardAndRelayOverTls) {
+  EtcdProcess etcd;
+  TempDir certs_dir;
+  const std::string certs = testing::MakeCerts(certs_dir.path() + "/certs");
+  // Clients and members alike need a certificate the CA signed; a member presents its server certificate
+  // (for 127.0.0.1, as every member's advertise address here) when it forwards or relays.
+  const std::string extra = "  tls_ca_file: " + certs + "/ca.crt\n" + "tls:\n  cert_file: " + certs +
+                            "/server.crt\n  key_file: " + certs + "/server.key\n  client_ca_file: " + certs +
+                            "/ca.crt\n";
+  Cluster cluster(etcd, 2, kPartitions, extra,
+                  testing::TlsCredentials(certs + "/ca.crt", certs + "/client.crt", certs + "/client.key"));
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  auto stub0 = cluster[0].stub();
+  testing::TestSubscriber subscriber(*stub0, kNs, 1000, false, 100);
+  std::vector<v1::StartTimerRequest> requests;
+  size_t on_m0 = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string id = "tls" + std::to_string(i);
+    on_m0 += OwnerOf(map, id) == "m0" ? 1 : 0;
+    requests.push_back(testing::TtlRequest(kNs, id, milliseconds(2000)));
+  }
+  ASSERT_GT(on_m0, 0u);
+  ASSERT_LT(on_m0, 200u);
+  // Through m1: m0's share is forwarded to m0 over TLS.
+  ASSERT_TRUE(testing::StartAll(*cluster[1].stub(), requests));
+  EXPECT_EQ(LocalPendingOn(cluster[0]), on_m0);
+  // The subscriber on m0 gets m1's share relayed over TLS, and m0's own.
+  const std::vector<v1::Expiration> fired = subscriber.Take(200, seconds(20));
+  EXPECT_EQ(fired.size(), 200u);
+  std::vector<uint64_t> acks;
+  for (const v1::Expiration& e : fired) acks.push_back(e.delivery_id());
+  EXPECT_TRUE(subscriber.Ack(acks));
+  EXPECT_TRUE(WaitFor([&] { return testing::NamespaceStatsOf(*stub0, kNs).outbox() == 0; }, seconds(10)));
+}
+
+TEST(LawndClusterTest, TlsWithoutTheClusterCaIsRefusedAtStart) {
+  TempDir dir;
+  const std::string certs = testing::MakeCerts(dir.path() + "/certs");
+  LawndProcess member(dir.path() + "/data",
+                      {"--cluster-etcd-endpoints", "127.0.0.1:1", "--cluster-member", "x", "--cluster-advertise",
+                       "127.0.0.1:0", "--tls-cert-file", certs + "/server.crt", "--tls-key-file",
+                       certs + "/server.key"});
+  EXPECT_EQ(member.RunToExit(seconds(30)), 2);
+  EXPECT_NE(member.Log().find("cluster.tls_ca_file"), std::string::npos) << member.Log();
 }
 
 TEST(LawndClusterTest, AMemberConfiguredForAnotherPartitionCountRefusesToStart) {
