@@ -138,9 +138,14 @@ absl::StatusOr<bool> ClusterNode::Register() {
       etcd_->PutIfModRevision(key, options_.advertise, 0, keeper_->lease());
   if (!put.ok()) return put.status();
   if (!put->has_value()) {
-    // Held by an earlier lease of this name: a previous run that was killed (its lease runs out within the
-    // TTL), or another live process with the same name, which must not serve the same partitions.
-    return false;
+    // Ours already if an earlier attempt wrote it but its answer was lost; otherwise held by an earlier lease
+    // of this name: a previous run that was killed (its lease runs out within the TTL), or another live
+    // process with the same name, which must not serve the same partitions.
+    absl::StatusOr<std::optional<EtcdKeyValue>> held = etcd_->Get(key);
+    if (!held.ok()) return held.status();
+    if (!held->has_value() || (*held)->lease != keeper_->lease() || (*held)->value != options_.advertise) {
+      return false;
+    }
   }
   registered_.store(true, std::memory_order_release);
   spdlog::info("cluster: member {} joined cluster {} at {} (lease {:x}, ttl {} s)", options_.member,

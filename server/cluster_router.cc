@@ -75,6 +75,12 @@ std::shared_ptr<grpc::Channel> ClusterRouter::ChannelTo(const std::string& addre
   // Let a member that restarts at the same address be reached again quickly.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A member that vanished without closing its connections (host lost, network split) is noticed within
+  // about 40 s, and the relayed Subscribe streams to it end and are replaced. 30 s stays above the members'
+  // own grpc_keepalive_min_time default (10 s).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   if (!server_name_.empty()) args.SetSslTargetNameOverride(server_name_);
   auto channel = grpc::CreateCustomChannel(address, credentials_, args);
   channels_.emplace(address, channel);
@@ -82,25 +88,27 @@ std::shared_ptr<grpc::Channel> ClusterRouter::ChannelTo(const std::string& addre
 }
 
 void ClusterRouter::Forward(const std::string& address, const std::string& method,
-                            const grpc::ServerContextBase& from, const grpc::ByteBuffer& request, Done done) {
+                            const grpc::CallbackServerContext& from, const grpc::ByteBuffer& request, Done done) {
   struct State {
-    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientContext> context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
     std::unique_ptr<grpc::GenericStub> stub;
   };
   auto state = std::make_shared<State>();
+  // The hop inherits the caller's deadline and cancellation: a call the caller (or lawnd's drain) cancels
+  // cancels its forward too, so nothing waits on a hop nobody wants.
+  state->context = grpc::ClientContext::FromCallbackServerContext(from);
   state->request = request;  // Shares the slices: no copy of the bytes.
-  auto& metadata = const_cast<grpc::ServerContextBase&>(from).client_metadata();
+  auto& metadata = const_cast<grpc::CallbackServerContext&>(from).client_metadata();
   for (auto it = metadata.lower_bound("authorization"); it != metadata.end() && it->first == "authorization"; ++it) {
-    state->context.AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
+    state->context->AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
   }
-  state->context.AddMetadata(kForwardedBy, node_.options().member);
-  const auto cap = std::chrono::system_clock::now() + kMaxForwardDeadline;
-  state->context.set_deadline(std::min(from.deadline(), cap));
+  state->context->AddMetadata(kForwardedBy, node_.options().member);
+  state->context->set_deadline(std::chrono::system_clock::now() + kMaxForwardDeadline);  // The earlier wins.
   state->stub = std::make_unique<grpc::GenericStub>(ChannelTo(address));
   State* raw = state.get();
-  raw->stub->UnaryCall(&raw->context, method, grpc::StubOptions(), &raw->request, &raw->response,
+  raw->stub->UnaryCall(raw->context.get(), method, grpc::StubOptions(), &raw->request, &raw->response,
                        [state = std::move(state), done = std::move(done), address](grpc::Status status) {
                          if (!status.ok() && status.error_message().rfind("wrong owner", 0) != 0) {
                            // Name the hop: the caller could not tell a member's answer from the owner's.
@@ -111,7 +119,7 @@ void ClusterRouter::Forward(const std::string& address, const std::string& metho
                        });
 }
 
-absl::Status ClusterRouter::FanOut(const std::string& method, const grpc::ServerContextBase& from,
+absl::Status ClusterRouter::FanOut(const std::string& method, const grpc::CallbackServerContext& from,
                                    const grpc::ByteBuffer& request, std::function<void(Answers answers)> merge) {
   const std::shared_ptr<const ClusterMap> map = node_.map();
   for (const std::string& owner : map->owners) {

@@ -51,9 +51,9 @@ class ClusterRouter {
 
   using Done = std::function<void(const grpc::Status& status, const grpc::ByteBuffer& response)>;
   // Sends `request` to `method` ("/lawn.v1.TimerService/StartTimer") at `address`, with the caller's
-  // deadline (at most kMaxForwardDeadline from now) and authorization; `done` gets the owner's answer, or
+  // deadline (at most kMaxForwardDeadline from now), cancellation and authorization; `done` gets the owner's answer, or
   // the transport's error (UNAVAILABLE when the owner cannot be reached), with the owner named.
-  void Forward(const std::string& address, const std::string& method, const grpc::ServerContextBase& from,
+  void Forward(const std::string& address, const std::string& method, const grpc::CallbackServerContext& from,
                const grpc::ByteBuffer& request, Done done);
 
   using Answers = std::vector<std::pair<grpc::Status, grpc::ByteBuffer>>;
@@ -61,7 +61,7 @@ class ClusterRouter {
   // is served locally), and calls `merge` once with every answer. Refuses (returns UNAVAILABLE, sends
   // nothing) when a member that owns partitions is not live: a merged answer without it would be silently
   // incomplete. For ListTimers and GetStats, which read the whole cluster.
-  absl::Status FanOut(const std::string& method, const grpc::ServerContextBase& from, const grpc::ByteBuffer& request,
+  absl::Status FanOut(const std::string& method, const grpc::CallbackServerContext& from, const grpc::ByteBuffer& request,
                       std::function<void(Answers answers)> merge);
 
   ClusterNode& node() { return node_; }

@@ -115,15 +115,7 @@ void SubscribeReactor::OnReadDone(bool ok) {
   google::protobuf::RepeatedField<uint64_t> own;
   if (relay != nullptr) {
     // Relayed expirations' acks go back to their members; the rest are this member's.
-    std::vector<uint64_t> relayed;
-    for (uint64_t id : *ids) {
-      if (SubscriptionRelay::IsRelayId(id)) {
-        relayed.push_back(id);
-      } else {
-        own.Add(id);
-      }
-    }
-    if (!relayed.empty()) relay->Ack(relayed);
+    for (uint64_t id : relay->Ack(std::vector<uint64_t>(ids->begin(), ids->end()))) own.Add(id);
     ids = &own;
   }
   // Only this stream's own deliveries are acked; anything else is counted and ignored.
@@ -227,7 +219,13 @@ void SubscribeReactor::TrySend() {
     // What is ready now, never more: a batch is not waited for, so batching adds no latency.
     const size_t want = max_batch_ == 0 ? 1 : max_batch_;
     const size_t local = outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), want, kMaxBatchBytes, &batch_);
-    const size_t relayed = relay_ != nullptr && local < want ? relay_->Take(want - local, &relayed_) : 0;
+    size_t local_bytes = 0;
+    for (const Delivery& d : batch_) local_bytes += d.WireBytes();
+    // Within the same byte bound as the local part: a relayed one larger than it goes alone.
+    const size_t budget = local_bytes < kMaxBatchBytes ? kMaxBatchBytes - local_bytes : 0;
+    const size_t relayed = relay_ != nullptr && local < want && budget > 0
+                               ? relay_->Take(want - local, budget, /*first_may_exceed=*/local == 0, &relayed_)
+                               : 0;
     if (local + relayed == 0) return;
     writing_ = true;
     FillResponse();

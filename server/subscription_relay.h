@@ -4,26 +4,29 @@
 // upstream member serves only its own) to each other live member, passing their expirations on and their
 // acks back.
 //
-// Ids. A relayed expiration gets a relay id, numbered per relay from 1 (below 2^40), in place of the
-// upstream member's delivery id; a member's own delivery ids are at least 2^40 (they start with the
-// milliseconds since 2020, server/delivery_ids.h), so an ack's ids split cleanly between the outbox and the
-// relay. A redelivery from upstream of an id still unacked keeps its relay id.
+// Ids. A relayed expiration's delivery id is a 64-bit mix of (its member's name, the member's delivery id):
+// the same expiration relayed again (a redelivery, after a reconnect, on another stream of this member) keeps
+// its id, as the API promises, and ids of different members' expirations do not collide (a 2^-64 chance per
+// pair, as for any two random ids). An ack's ids are split by asking the relay which ones it delivered.
 //
 // Semantics. At least once, as on one member: an ack goes to the member that delivered the expiration; if
 // the upstream stream ends first (that member stops, the network breaks), the member redelivers what it had
 // in flight to whichever subscriber it has next, and this relay reconnects within a second. The in-flight
-// bound is per member: each upstream is opened with the downstream's max_in_flight.
+// bound is per member: each upstream is opened with the downstream's max_in_flight. When the downstream ends,
+// the acks it sent are written upstream before each upstream is half-closed (cancelled after 5 s at most).
 //
 // Thread-safety: every public method may be called from any thread. Lock order: the downstream reactor's
 // mutex, then the relay's, then an upstream's. The wake callback is called with no relay lock held.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,8 +42,8 @@ class ClusterRouter;
 
 class SubscriptionRelay : public std::enable_shared_from_this<SubscriptionRelay> {
  public:
-  static constexpr uint64_t kRelayIdLimit = uint64_t{1} << 40;
-  static bool IsRelayId(uint64_t id) { return id != 0 && id < kRelayIdLimit; }
+  // The id a relayed expiration of `member` with the member's `delivery_id` carries downstream (never 0).
+  static uint64_t RelayId(std::string_view member, uint64_t delivery_id);
 
   // Opens upstreams to every other live member with `open` and the caller's `authorization` metadata
   // (forwarded as is); `wake` is called when relayed expirations are ready. `router` outlives the relay.
@@ -51,13 +54,16 @@ class SubscriptionRelay : public std::enable_shared_from_this<SubscriptionRelay>
   SubscriptionRelay& operator=(const SubscriptionRelay&) = delete;
   ~SubscriptionRelay();
 
-  // Moves up to `max` ready expirations (relay ids in delivery_id) to the end of `out`; returns how many.
-  size_t Take(size_t max, std::vector<v1::Expiration>* out);
-  // Sends the acks of relay ids back to the members they came from; others are ignored.
-  void Ack(const std::vector<uint64_t>& relay_ids);
-  // Ends every upstream (each member takes back what it had in flight) and stops reconnecting. Idempotent.
+  // Moves ready expirations to the end of `out`: at most `max_count`, and while their encoded size stays
+  // within `max_bytes`; with `first_may_exceed`, a first one larger than that goes alone. Returns how many.
+  size_t Take(size_t max_count, size_t max_bytes, bool first_may_exceed, std::vector<v1::Expiration>* out);
+  // Sends the acks of ids this relay delivered back to their members; returns the others (this member's own).
+  std::vector<uint64_t> Ack(const std::vector<uint64_t>& ids);
+  // Writes the acks already given, half-closes every upstream (each member takes back what it still had in
+  // flight) and stops reconnecting; upstreams still open 5 s later are cancelled. Idempotent.
   void Stop();
-  // Connects to live members that have no upstream (the router calls it every second). Any thread.
+  // Connects to live members that have no upstream, drops upstreams of members that left or moved, and
+  // cancels the upstreams of a relay stopped long enough ago (the router calls it every second). Any thread.
   void Maintain();
 
  private:
@@ -65,6 +71,10 @@ class SubscriptionRelay : public std::enable_shared_from_this<SubscriptionRelay>
   struct Origin {
     std::string member;
     uint64_t id = 0;  // The upstream member's delivery id.
+  };
+  struct Link {
+    Upstream* upstream = nullptr;
+    std::string address;
   };
 
   SubscriptionRelay(ClusterRouter& router, std::vector<std::pair<std::string, std::string>> metadata,
@@ -76,14 +86,17 @@ class SubscriptionRelay : public std::enable_shared_from_this<SubscriptionRelay>
   const std::vector<std::pair<std::string, std::string>> metadata_;
   v1::SubscribeRequest open_;
   const std::function<void()> wake_;
+  const size_t observe_cap_;  // Observe streams: relayed copies held at most (per relay); more are dropped.
 
   absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, Upstream*> upstreams_ ABSL_GUARDED_BY(mu_);  // By member; removed in their OnDone.
+  std::chrono::steady_clock::time_point stopped_at_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Link> upstreams_ ABSL_GUARDED_BY(mu_);  // By member; removed in their OnDone.
   std::deque<v1::Expiration> ready_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Origin> origins_ ABSL_GUARDED_BY(mu_);  // Relay id -> origin, until acked.
-  std::map<std::pair<std::string, uint64_t>, uint64_t> relay_ids_ ABSL_GUARDED_BY(mu_);  // Origin -> relay id.
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t observe_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  // When the last "member refuses the relay" warning was logged (rate limit).
+  std::chrono::steady_clock::time_point last_warning_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace lawn

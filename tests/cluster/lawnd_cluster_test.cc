@@ -432,6 +432,76 @@ TEST(LawndClusterTest, EtcdUnreachableForLessThanTheLeaseMarginInterruptsNothing
   EXPECT_EQ(fired.size(), static_cast<size_t>(started));
 }
 
+// Ids of `n` timers that `owner` owns in `map`, named prefix0, prefix1, ...
+std::vector<std::string> IdsOwnedBy(const v1::GetClusterMapResponse& map, const std::string& owner,
+                                    const std::string& prefix, size_t n) {
+  std::vector<std::string> ids;
+  for (int i = 0; ids.size() < n; ++i) {
+    if (OwnerOf(map, prefix + std::to_string(i)) == owner) ids.push_back(prefix + std::to_string(i));
+  }
+  return ids;
+}
+
+TEST(LawndClusterTest, ARelayedExpirationKeepsItsIdWhenRedeliveredAndAcksSentBeforeAHalfCloseArrive) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 2, kPartitions, "ack_timeout: 1s\n");
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  auto stub1 = cluster[1].stub();
+  std::vector<v1::StartTimerRequest> requests;
+  for (const std::string& id : IdsOwnedBy(map, "m0", "r", 20)) {
+    requests.push_back(testing::TtlRequest(kNs, id, milliseconds(100)));
+  }
+  {
+    testing::TestSubscriber subscriber(*stub1, kNs, 1000, false, 100);
+    ASSERT_TRUE(testing::StartAll(*stub1, requests));
+    const std::vector<v1::Expiration> first = subscriber.Take(20, seconds(10));
+    ASSERT_EQ(first.size(), 20u);
+    // Not acked within ack_timeout: m0 redelivers through the relay, each with the id it had.
+    const std::vector<v1::Expiration> again = subscriber.Take(20, seconds(10));
+    ASSERT_EQ(again.size(), 20u);
+    std::map<std::string, uint64_t> ids;
+    for (const v1::Expiration& e : first) ids[e.timer().id()] = e.delivery_id();
+    std::vector<uint64_t> acks;
+    for (const v1::Expiration& e : again) {
+      EXPECT_EQ(e.attempt(), 2u) << e.timer().id();
+      EXPECT_EQ(e.delivery_id(), ids[e.timer().id()]) << e.timer().id();
+      acks.push_back(e.delivery_id());
+    }
+    // Acked and closed at once: the acks still reach m0 before the relayed stream ends.
+    ASSERT_TRUE(subscriber.Ack(acks));
+    EXPECT_TRUE(subscriber.Close().ok());
+  }
+  EXPECT_TRUE(WaitFor([&] { return testing::NamespaceStatsOf(*stub1, kNs).outbox() == 0; }, seconds(10)))
+      << testing::NamespaceStatsOf(*stub1, kNs).DebugString();
+}
+
+TEST(LawndClusterTest, RelayedExpirationsKeepResponsesWithinTheBatchByteBound) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 2);
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  // 100 x 60 KiB owned by m0 and 100 x 60 KiB by m1: one unbounded response would be ~12 MiB, past the
+  // subscriber's 4 MiB receive limit.
+  std::vector<v1::StartTimerRequest> requests;
+  const std::string payload(60 * 1024, 'x');
+  for (const std::string& owner : {"m0", "m1"}) {
+    for (const std::string& id : IdsOwnedBy(map, owner, "big-" + owner + "-", 100)) {
+      requests.push_back(testing::TtlRequest(kNs, id, milliseconds(300), payload));
+    }
+  }
+  auto stub1 = cluster[1].stub();
+  for (size_t i = 0; i < requests.size(); i += 50) {
+    ASSERT_TRUE(testing::StartAll(*stub1, std::vector<v1::StartTimerRequest>(requests.begin() + i,
+                                                                              requests.begin() + i + 50)));
+  }
+  std::this_thread::sleep_for(seconds(1));  // All fired into the outboxes before anyone subscribes.
+  testing::TestSubscriber subscriber(*stub1, kNs, 1000, false, 1000);
+  const std::vector<v1::Expiration> got = subscriber.Take(200, seconds(20));
+  EXPECT_EQ(got.size(), 200u);
+  EXPECT_FALSE(subscriber.WaitEnd(milliseconds(100)).has_value());  // The stream is still open.
+}
+
 TEST(LawndClusterTest, WithMutualTlsMembersForwardAndRelayOverTls) {
   EtcdProcess etcd;
   TempDir certs_dir;
