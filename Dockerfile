@@ -49,6 +49,7 @@ RUN apt-get update \
         libprometheus-cpp-core1.0 \
         libprometheus-cpp-pull1.0 \
         libcivetweb1 \
+        etcd-server \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 lawn \

@@ -26,8 +26,8 @@ const childProcess = require('node:child_process');
 const path = require('node:path');
 
 const {
-  Checker, OPERATOR_SECRETS, SECRET_FILE_KEYS, findOne, parseCpu, parseDurationSeconds, parseYaml, readText,
-  renderKustomize, repoPath, selects,
+  Checker, OPERATOR_SECRETS, SECRET_FILE_KEYS, configKeys, findOne, helpFlags, isKnownKey, parseCpu,
+  parseDurationSeconds, parseYaml, readText, referenceKeys, renderKustomize, repoPath, selects,
 } = require('./lib.js');
 const {runLawnd} = require('./lawnd_run.js');
 
@@ -36,34 +36,6 @@ const {runLawnd} = require('./lawnd_run.js');
 function portNumber(port) {
   const m = /:([0-9]+)$/.exec(String(port));
   return m ? Number(m[1]) : NaN;
-}
-
-// The keys of lawnd's config: the first column of the table under "### Configuration keys" in REFERENCE.md.
-// A key of a nested section is dotted (`tls.cert_file`).
-function referenceKeys(referenceMd) {
-  const section = referenceMd.split(/^### /m).find((s) => s.startsWith('Configuration keys'));
-  if (!section) throw new Error('config/REFERENCE.md has no "### Configuration keys" section');
-  const keys = [...section.matchAll(/^\| `([a-z0-9_]+(?:\.[a-z0-9_]+)*)` \|/gm)].map((m) => m[1]);
-  if (keys.length === 0) throw new Error('config/REFERENCE.md: no keys found in the configuration table');
-  return new Set(keys);
-}
-
-// The keys of a parsed config file, nested sections flattened to dotted keys ({tls: {cert_file}} ->
-// tls.cert_file). A list (rate_limits) or an empty section is one key.
-function configKeys(config, prefix = '') {
-  const keys = [];
-  for (const [key, value] of Object.entries(config || {})) {
-    const dotted = prefix + key;
-    const isSection = value !== null && typeof value === 'object' && !Array.isArray(value);
-    if (isSection && Object.keys(value).length > 0) keys.push(...configKeys(value, `${dotted}.`));
-    else keys.push(dotted);
-  }
-  return keys;
-}
-
-// A key of REFERENCE.md, or a section of some (an empty `tls:`).
-function isKnownKey(key, knownKeys) {
-  return knownKeys.has(key) || [...knownKeys].some((k) => k.startsWith(`${key}.`));
 }
 
 // The value at a dotted key, or undefined.
@@ -75,12 +47,6 @@ function getIn(config, dotted) {
 const CLIENT_LABEL = {key: 'lawn.dev/client', value: 'true'};
 const MONITORING_NAMESPACE = 'monitoring';
 
-// The long flags in `lawnd --help`.
-function helpFlags(lawnd) {
-  const help = childProcess.spawnSync(lawnd, ['--help'], {encoding: 'utf8', timeout: 10000});
-  if (help.status !== 0) throw new Error(`${lawnd} --help exited ${help.status}: ${help.stderr}`);
-  return new Set([...help.stdout.matchAll(/^\s+(--[a-z][a-z0-9-]*)/gm)].map((m) => m[1]));
-}
 
 function checkContainer(check, sts, container, ports) {
   const spec = sts.spec.template.spec;
