@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <latch>
+#include <map>
 #include <utility>
 
 #include "client/grpc_status.h"
@@ -36,8 +38,19 @@ absl::StatusOr<std::unique_ptr<LawnClient>> LawnClient::Create(const std::string
   if (options.tls.has_value() && !options.tls->server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls->server_name);
   }
-  return std::make_unique<LawnClient>(
+  auto client = std::make_unique<LawnClient>(
       grpc::CreateCustomChannel(target, ChannelCredentialsFor(options.tls), args), options);
+  if (options.route_directly) {
+    const LawnClient* self = client.get();
+    absl::StatusOr<std::unique_ptr<DirectRouter>> router = DirectRouter::Load(
+        client->channel_, [self](grpc::ClientContext& context) { self->PrepareContext(context); },
+        [options, args](const std::string& address) {
+          return grpc::CreateCustomChannel(address, ChannelCredentialsFor(options.tls), args);
+        });
+    if (!router.ok()) return router.status();
+    client->router_ = std::move(*router);
+  }
+  return client;
 }
 
 std::unique_ptr<LawnClient> LawnClient::Connect(const std::string& target, const ClientOptions& options) {
@@ -59,11 +72,29 @@ void LawnClient::PrepareContext(grpc::ClientContext& context) const {
   AddBearerToken(options_.token, context);
 }
 
-absl::StatusOr<v1::Timer> LawnClient::StartTimer(const v1::StartTimerRequest& request) {
+grpc::Status LawnClient::Routed(const std::string& ns, const std::string& id,
+                                const std::function<grpc::Status(v1::TimerService::Stub&, grpc::ClientContext&)>& call) {
+  v1::TimerService::Stub* direct = router_ != nullptr ? router_->StubFor(ns, id) : nullptr;
   grpc::ClientContext context;
   PrepareContext(context);
+  if (direct == nullptr) return call(*stub_, context);
+  const grpc::Status status = call(*direct, context);
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+  // The map moved on, or the owner is unreachable from here: the target's member forwards (or says why not).
+  router_->Refresh();
+  grpc::ClientContext retry;
+  PrepareContext(retry);
+  return call(*stub_, retry);
+}
+
+absl::StatusOr<v1::Timer> LawnClient::StartTimer(const v1::StartTimerRequest& request) {
   v1::StartTimerResponse response;
-  return TimerOrError(stub_->StartTimer(&context, request, &response), response);
+  const grpc::Status status =
+      Routed(request.namespace_(), request.id(), [&](v1::TimerService::Stub& stub, grpc::ClientContext& context) {
+        response.Clear();
+        return stub.StartTimer(&context, request, &response);
+      });
+  return TimerOrError(status, response);
 }
 
 absl::StatusOr<v1::Timer> LawnClient::StartTimer(std::string ns, std::string id, std::chrono::nanoseconds ttl,
@@ -82,6 +113,7 @@ absl::StatusOr<v1::Timer> LawnClient::StartTimer(std::string ns, std::string id,
 
 absl::Status LawnClient::CallStartTimers(const std::vector<v1::StartTimerRequest>& requests, bool return_timers,
                                          v1::StartTimersResponse* response) {
+  if (router_ != nullptr) return CallStartTimersRouted(requests, return_timers, response);
   v1::StartTimersRequest request;
   request.mutable_timers()->Reserve(static_cast<int>(requests.size()));
   for (const v1::StartTimerRequest& r : requests) *request.add_timers() = r;
@@ -92,6 +124,67 @@ absl::Status LawnClient::CallStartTimers(const std::vector<v1::StartTimerRequest
   if (static_cast<size_t>(response->results_size()) != requests.size()) {
     return absl::InternalError("StartTimers: lawnd answered " + std::to_string(response->results_size()) +
                                " results for " + std::to_string(requests.size()) + " timers");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LawnClient::CallStartTimersRouted(const std::vector<v1::StartTimerRequest>& requests,
+                                               bool return_timers, v1::StartTimersResponse* response) {
+  struct Part {
+    v1::TimerService::Stub* stub = nullptr;  // nullptr: the target.
+    std::vector<size_t> items;
+    v1::StartTimersRequest request;
+    v1::StartTimersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status;
+  };
+  std::map<v1::TimerService::Stub*, std::unique_ptr<Part>> parts;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    v1::TimerService::Stub* stub = router_->StubFor(requests[i].namespace_(), requests[i].id());
+    std::unique_ptr<Part>& part = parts[stub];
+    if (part == nullptr) {
+      part = std::make_unique<Part>();
+      part->stub = stub;
+      part->request.set_return_timers(return_timers);
+    }
+    part->items.push_back(i);
+    *part->request.add_timers() = requests[i];
+  }
+  // All parts at once, each to its owner.
+  std::latch done(static_cast<std::ptrdiff_t>(parts.size()));
+  for (auto& [stub, part] : parts) {
+    PrepareContext(part->context);
+    Part* p = part.get();
+    (stub != nullptr ? stub : stub_.get())
+        ->async()
+        ->StartTimers(&p->context, &p->request, &p->response, [p, &done](grpc::Status status) {
+          p->status = std::move(status);
+          done.count_down();
+        });
+  }
+  done.wait();
+  response->Clear();
+  response->mutable_results()->Reserve(static_cast<int>(requests.size()));
+  for (size_t i = 0; i < requests.size(); ++i) response->add_results();
+  bool refreshed = false;
+  for (auto& [stub, part] : parts) {
+    if (part->status.error_code() == grpc::StatusCode::UNAVAILABLE && stub != nullptr) {
+      // As for one call: read the map again and send the part through the target, which forwards it.
+      if (!refreshed) router_->Refresh();
+      refreshed = true;
+      grpc::ClientContext retry;
+      PrepareContext(retry);
+      part->response.Clear();
+      part->status = stub_->StartTimers(&retry, part->request, &part->response);
+    }
+    if (!part->status.ok()) return FromGrpcStatus(part->status);
+    if (static_cast<size_t>(part->response.results_size()) != part->items.size()) {
+      return absl::InternalError("StartTimers: lawnd answered " + std::to_string(part->response.results_size()) +
+                                 " results for " + std::to_string(part->items.size()) + " timers");
+    }
+    for (size_t j = 0; j < part->items.size(); ++j) {
+      response->mutable_results(static_cast<int>(part->items[j]))->Swap(part->response.mutable_results(static_cast<int>(j)));
+    }
   }
   return absl::OkStatus();
 }
@@ -130,10 +223,12 @@ absl::StatusOr<v1::Timer> LawnClient::DeleteTimer(const std::string& ns, const s
   v1::DeleteTimerRequest request;
   request.set_namespace_(ns);
   request.set_id(id);
-  grpc::ClientContext context;
-  PrepareContext(context);
   v1::DeleteTimerResponse response;
-  return TimerOrError(stub_->DeleteTimer(&context, request, &response), response);
+  const grpc::Status status = Routed(ns, id, [&](v1::TimerService::Stub& stub, grpc::ClientContext& context) {
+    response.Clear();
+    return stub.DeleteTimer(&context, request, &response);
+  });
+  return TimerOrError(status, response);
 }
 
 absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, const std::string& id,
@@ -142,10 +237,12 @@ absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, con
   request.set_namespace_(ns);
   request.set_id(id);
   *request.mutable_ttl() = ToProtoDuration(ttl);
-  grpc::ClientContext context;
-  PrepareContext(context);
   v1::RescheduleTimerResponse response;
-  return TimerOrError(stub_->RescheduleTimer(&context, request, &response), response);
+  const grpc::Status status = Routed(ns, id, [&](v1::TimerService::Stub& stub, grpc::ClientContext& context) {
+    response.Clear();
+    return stub.RescheduleTimer(&context, request, &response);
+  });
+  return TimerOrError(status, response);
 }
 
 absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, const std::string& id,
@@ -154,20 +251,24 @@ absl::StatusOr<v1::Timer> LawnClient::RescheduleTimer(const std::string& ns, con
   request.set_namespace_(ns);
   request.set_id(id);
   *request.mutable_deadline() = ToProtoTimestamp(deadline);
-  grpc::ClientContext context;
-  PrepareContext(context);
   v1::RescheduleTimerResponse response;
-  return TimerOrError(stub_->RescheduleTimer(&context, request, &response), response);
+  const grpc::Status status = Routed(ns, id, [&](v1::TimerService::Stub& stub, grpc::ClientContext& context) {
+    response.Clear();
+    return stub.RescheduleTimer(&context, request, &response);
+  });
+  return TimerOrError(status, response);
 }
 
 absl::StatusOr<v1::Timer> LawnClient::GetTimer(const std::string& ns, const std::string& id) {
   v1::GetTimerRequest request;
   request.set_namespace_(ns);
   request.set_id(id);
-  grpc::ClientContext context;
-  PrepareContext(context);
   v1::GetTimerResponse response;
-  return TimerOrError(stub_->GetTimer(&context, request, &response), response);
+  const grpc::Status status = Routed(ns, id, [&](v1::TimerService::Stub& stub, grpc::ClientContext& context) {
+    response.Clear();
+    return stub.GetTimer(&context, request, &response);
+  });
+  return TimerOrError(status, response);
 }
 
 absl::StatusOr<v1::ListTimersResponse> LawnClient::ListTimers(const std::string& ns, int32_t page_size,

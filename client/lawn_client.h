@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/client_security.h"
+#include "client/direct_router.h"
 #include "client/subscription.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -46,6 +47,12 @@ struct ClientOptions {
   // TLS settings; nullopt: plaintext (insecure) channel. Used by Connect / Create only: a LawnClient made
   // over an existing channel keeps that channel's credentials.
   std::optional<ClientTls> tls;
+  // Cluster mode: read the cluster map once (GetClusterMap through the target) and send each by-key call and
+  // each StartTimers part straight to the member owning the timer's partition (client/direct_router.h),
+  // skipping the hop a member would forward it over. A call that answers UNAVAILABLE there (wrong owner,
+  // owner unreachable) is retried once through the target after the map is read again. Against a lawnd that
+  // runs alone it changes nothing. Used by Create / Connect only.
+  bool route_directly = false;
 };
 
 // OK, or INVALID_ARGUMENT naming what is wrong: a bad token (ValidateToken) or bad TLS settings
@@ -141,10 +148,18 @@ class LawnClient {
   // The StartTimers call behind both forms; `response` has one result per request when OK.
   absl::Status CallStartTimers(const std::vector<v1::StartTimerRequest>& requests, bool return_timers,
                                v1::StartTimersResponse* response);
+  // Direct routing: StartTimers split by owner, the parts sent at once, their results merged in order.
+  absl::Status CallStartTimersRouted(const std::vector<v1::StartTimerRequest>& requests, bool return_timers,
+                                     v1::StartTimersResponse* response);
+  // Runs `call(stub, context)` on the owner of (ns, id) when routing directly, else on the target; a direct
+  // call answering UNAVAILABLE is retried once on the target after the map is read again.
+  grpc::Status Routed(const std::string& ns, const std::string& id,
+                      const std::function<grpc::Status(v1::TimerService::Stub&, grpc::ClientContext&)>& call);
 
   const ClientOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::TimerService::Stub> stub_;
+  std::unique_ptr<DirectRouter> router_;  // Set by Create with route_directly against a cluster.
 };
 
 }  // namespace lawn

@@ -85,6 +85,11 @@ Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::
                    .Help("Calls refused with UNAVAILABLE because a shard's command queue was full")
                    .Register(*registry_)
                    .Add({});
+  forwarded_ = &prometheus::BuildCounter()
+                    .Name("lawn_forwarded_calls_total")
+                    .Help("Cluster mode: calls (and StartTimers parts) forwarded to the member owning their partition")
+                    .Register(*registry_)
+                    .Add({});
   checkpoints_ = &prometheus::BuildGauge()
                       .Name("lawn_checkpoints")
                       .Help("Checkpoints kept in <data_dir>/checkpoints")

@@ -61,6 +61,8 @@ class Metrics {
   prometheus::Counter& acks_ignored_foreign() { return *acks_foreign_; }
   // Calls refused for a full shard command queue (max_queued_commands).
   prometheus::Counter& overload_refusals() { return *overload_; }
+  // Cluster mode: unary calls (and StartTimers parts) this member forwarded to another member.
+  prometheus::Counter& forwarded_calls() { return *forwarded_; }
   prometheus::Gauge& checkpoints() { return *checkpoints_; }
   prometheus::Gauge& outbox_bytes() { return *outbox_bytes_; }
   prometheus::Gauge& storage_failed() { return *storage_failed_; }
@@ -111,6 +113,7 @@ class Metrics {
   prometheus::Counter* acks_unknown_;
   prometheus::Counter* acks_foreign_;
   prometheus::Counter* overload_;
+  prometheus::Counter* forwarded_;
   prometheus::Gauge* checkpoints_;
   prometheus::Gauge* outbox_bytes_;
   prometheus::Gauge* storage_failed_;

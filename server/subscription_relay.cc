@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/partition.h"
 #include "server/cluster_router.h"
 #include "spdlog/spdlog.h"
 
@@ -15,15 +16,6 @@ namespace {
 constexpr std::chrono::seconds kCloseGrace(5);
 // At most one "a member refuses this relay" warning per relay this often.
 constexpr std::chrono::seconds kWarnEvery(30);
-
-uint64_t Fnv1a(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 // splitmix64's finalizer: a bijection of 64-bit values that spreads every input bit.
 uint64_t Mix(uint64_t x) {
@@ -38,7 +30,7 @@ uint64_t Mix(uint64_t x) {
 }  // namespace
 
 uint64_t SubscriptionRelay::RelayId(std::string_view member, uint64_t delivery_id) {
-  const uint64_t id = Mix(Fnv1a(member) ^ Mix(delivery_id));
+  const uint64_t id = Mix(PartitionHash(member, "") ^ Mix(delivery_id));  // The member name's FNV-1a, mixed.
   return id == 0 ? 1 : id;
 }
 

@@ -227,6 +227,7 @@ bool TimerServiceImpl::RouteElsewhere(grpc::CallbackServerContext* context, Unar
         Reject(context, call, method, router->WrongOwner(placement));
         return true;
       }
+      if (Metrics* m = runtime_.metrics()) m->forwarded_calls().Increment();
       router->Forward(placement.address, std::string("/lawn.v1.TimerService/") + method, *context, *raw_request,
                       [call](const grpc::Status& status, const grpc::ByteBuffer& response) {
                         call->ReplyBytes(status, response);
@@ -395,6 +396,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   for (uint32_t shard = 0; shard < per_shard.size(); ++shard) {
     if (per_shard[shard].empty()) continue;
     runtime_.Submit(shard, std::make_unique<StartCommand>(batch, std::move(per_shard[shard])));
+  }
+  if (Metrics* m = runtime_.metrics(); m != nullptr && !remote.empty()) {
+    m->forwarded_calls().Increment(static_cast<double>(remote.size()));
   }
   for (auto& [address, items] : remote) ForwardStarts(context, router, address, std::move(items), batch);
   return call;

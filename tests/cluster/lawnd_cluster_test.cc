@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/lawn_client.h"
 #include "cluster/partition.h"
 #include "gtest/gtest.h"
 #include "lawn/v1/cluster.grpc.pb.h"
@@ -40,24 +41,29 @@ class Cluster {
  public:
   // `extra_yaml` is appended to each member's config (top-level keys); `credentials` are the test's.
   Cluster(const EtcdProcess& etcd, int n, uint32_t partitions = kPartitions, const std::string& extra_yaml = "",
-          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) {
+          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr, std::vector<std::string> extra_args = {}) {
     for (int i = 0; i < n; ++i) {
       dirs_.push_back(std::make_unique<TempDir>());
-      members_.push_back(MakeMember(etcd, i, partitions, n, extra_yaml));
+      members_.push_back(MakeMember(etcd, i, partitions, n, extra_yaml, extra_args));
       if (credentials != nullptr) members_.back()->set_credentials(credentials);
     }
   }
 
   std::unique_ptr<LawndProcess> MakeMember(const EtcdProcess& etcd, int i, uint32_t partitions, int expect,
-                                           const std::string& extra_yaml) {
+                                           const std::string& extra_yaml, const std::vector<std::string>& extra_args) {
     const std::string config = testing::WriteFile(
         dirs_[static_cast<size_t>(i)]->path() + "/lawn.yaml",
         "cluster:\n  name: t\n  partitions: " + std::to_string(partitions) +
             "\n  lease_ttl: 3s\n  expect_members: " + std::to_string(expect) + "\n" + extra_yaml);
     return std::make_unique<LawndProcess>(
         dirs_[static_cast<size_t>(i)]->path() + "/data",
-        std::vector<std::string>{"--config", config, "--cluster-etcd-endpoints", etcd.endpoint(), "--cluster-member",
-                                 "m" + std::to_string(i), "--cluster-advertise", "127.0.0.1:0"});
+        [&] {
+          std::vector<std::string> args{"--config", config, "--cluster-etcd-endpoints", etcd.endpoint(),
+                                        "--cluster-member", "m" + std::to_string(i), "--cluster-advertise",
+                                        "127.0.0.1:0"};
+          args.insert(args.end(), extra_args.begin(), extra_args.end());
+          return args;
+        }());
   }
 
   void StartAll() {
@@ -500,6 +506,55 @@ TEST(LawndClusterTest, RelayedExpirationsKeepResponsesWithinTheBatchByteBound) {
   const std::vector<v1::Expiration> got = subscriber.Take(200, seconds(20));
   EXPECT_EQ(got.size(), 200u);
   EXPECT_FALSE(subscriber.WaitEnd(milliseconds(100)).has_value());  // The stream is still open.
+}
+
+// lawn_forwarded_calls_total summed over the members (their metrics ports, from their logs).
+double ForwardedCalls(Cluster& cluster) {
+  double sum = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    const std::string text = testing::HttpGet(testing::MetricsPortFromLog(cluster[i].Log()), "/metrics");
+    sum += std::max(0.0, testing::MetricSample(text, "lawn_forwarded_calls_total"));
+  }
+  return sum;
+}
+
+TEST(LawndClusterTest, AClientThatRoutesDirectlySendsEachCallToItsOwnerSoNoMemberForwards) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 3, kPartitions, "", nullptr, {"--metrics-listen", "127.0.0.1:0"});
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  ClientOptions direct_options;
+  direct_options.route_directly = true;
+  absl::StatusOr<std::unique_ptr<LawnClient>> direct = LawnClient::Create(cluster[0].address(), direct_options);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  std::vector<v1::StartTimerRequest> batch;
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_TRUE((*direct)->StartTimer(kNs, "u" + std::to_string(i), seconds(3600)).ok()) << i;
+    batch.push_back(testing::TtlRequest(kNs, "b" + std::to_string(i), seconds(3600)));
+  }
+  absl::StatusOr<std::vector<absl::Status>> started = (*direct)->StartTimers(batch);
+  ASSERT_TRUE(started.ok()) << started.status();
+  for (const absl::Status& s : *started) EXPECT_TRUE(s.ok()) << s;
+  for (int i = 0; i < 150; ++i) {
+    EXPECT_TRUE((*direct)->GetTimer(kNs, "b" + std::to_string(i)).ok()) << i;
+    EXPECT_TRUE((*direct)->RescheduleTimer(kNs, "u" + std::to_string(i), seconds(7200)).ok()) << i;
+  }
+  EXPECT_TRUE((*direct)->DeleteTimer(kNs, "u0").ok());
+  EXPECT_TRUE(absl::IsNotFound((*direct)->GetTimer(kNs, "u0").status()));
+  EXPECT_EQ(ForwardedCalls(cluster), 0);
+  EXPECT_EQ(PendingOn(cluster[1]), 299u);
+
+  // The same calls through a client that does not route directly take the hop for 2/3 of the timers.
+  absl::StatusOr<std::unique_ptr<LawnClient>> plain = LawnClient::Create(cluster[0].address(), ClientOptions());
+  ASSERT_TRUE(plain.ok());
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE((*plain)->GetTimer(kNs, "b" + std::to_string(i)).ok());
+  EXPECT_GT(ForwardedCalls(cluster), 0);
+
+  // An owner that is down: the direct call fails over to the target, which says the partition is unavailable.
+  cluster[2].Kill();
+  const std::string on_m2 = IdsOwnedBy(map, "m2", "b", 1)[0];
+  absl::StatusOr<v1::Timer> down = (*direct)->GetTimer(kNs, on_m2);
+  EXPECT_TRUE(absl::IsUnavailable(down.status())) << down.status();
 }
 
 TEST(LawndClusterTest, WithMutualTlsMembersForwardAndRelayOverTls) {
