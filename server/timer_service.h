@@ -50,7 +50,7 @@ class TimerServiceImpl final : public TimerServiceBase {
   // Cluster mode (server/cluster_router.h): until SetRouter, calls for timers are refused UNAVAILABLE
   // ("joining the cluster"); then each is served here, forwarded to its owner or refused, by its partition.
   void EnableClusterMode() { cluster_mode_.store(true, std::memory_order_release); }
-  // `router` is not owned and outlives the service (nullptr again at drain).
+  // `router` is not owned and outlives the service.
   void SetRouter(ClusterRouter* router) { router_.store(router, std::memory_order_release); }
 
   // Ends every Subscribe stream (drain) and refuses new ones with `status`.
