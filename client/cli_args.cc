@@ -297,6 +297,12 @@ absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::
                                            : "--tls-cert needs --tls-key FILE too (both or neither)");
   }
 
+  if (out.command == CliCommand::kCluster) {
+    // `cluster status` or `cluster map`: the subcommand rides in `id`.
+    if (positionals.size() != 1 || (positionals[0] != "status" && positionals[0] != "map")) {
+      return UsageError("'cluster' takes one subcommand: status or map");
+    }
+  }
   if (command->takes_id) {
     if (positionals.empty()) return UsageError(Cat("'", command->name, "' needs a timer <id>"));
     if (positionals.size() > 1) {

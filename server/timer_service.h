@@ -12,6 +12,7 @@
 #include "lawn/v1/timer.grpc.pb.h"
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,11 @@ class TimerServiceImpl final : public TimerServiceBase {
   void ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router, const std::string& address,
                      std::vector<uint32_t> items, std::shared_ptr<StartBatch> batch);
 
+  // Cluster mode: asks every member (server/cluster_router.h, FanOut) and answers `call` with what `merge`
+  // makes of their answers (filling the call's response); `rpc` is measured as this member's call.
+  using Merge = std::function<grpc::Status(const ClusterRouter::Answers& answers)>;
+  grpc::ServerUnaryReactor* FanOutAndMerge(grpc::CallbackServerContext* context, UnaryCall* call, const char* method,
+                                           Rpc rpc, const grpc::ByteBuffer* raw_request, Merge merge);
   // ListTimers and GetStats in cluster mode: asks every member (server/cluster_router.h, FanOut) and merges.
   grpc::ServerUnaryReactor* FanOutList(grpc::CallbackServerContext* context, UnaryCall* call,
                                        const grpc::ByteBuffer* raw_request, size_t limit);

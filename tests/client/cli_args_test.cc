@@ -306,3 +306,24 @@ TEST(UsageTextTest, DocumentsCommandsAndExitCodes) {
 
 }  // namespace
 }  // namespace lawn
+
+namespace lawn {
+namespace {
+
+TEST(ParseCliArgsClusterTest, ClusterTakesStatusOrMap) {
+  absl::StatusOr<CliArgs> status = ParseCliArgs({"cluster", "status"}, "127.0.0.1:7070");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->command, CliCommand::kCluster);
+  EXPECT_EQ(status->id, "status");
+  EXPECT_TRUE(ParseCliArgs({"cluster", "map", "--json"}, "127.0.0.1:7070").ok());
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"cluster"},
+                                              std::vector<std::string>{"cluster", "drain"},
+                                              std::vector<std::string>{"cluster", "map", "extra"}}) {
+    absl::StatusOr<CliArgs> parsed = ParseCliArgs(bad, "127.0.0.1:7070");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.status().message().find("status or map"), std::string::npos) << parsed.status();
+  }
+}
+
+}  // namespace
+}  // namespace lawn
