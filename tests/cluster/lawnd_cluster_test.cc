@@ -1,15 +1,19 @@
 // Real lawnd members in cluster mode against a real etcd, all on loopback: the partitions of a new cluster are
-// handed out once the expected members are live, calls through any member reach the timer's owner (one hop),
-// timers fire on their owner, a member that is killed leaves its partitions UNAVAILABLE (the others keep
-// serving) until it restarts with its data, and a member configured for another partition count refuses to
-// start.
+// handed out once the expected members are live; calls through any member reach the timer's owner (one hop,
+// never two); lists and stats cover every member; a subscriber of one member receives every member's
+// expirations and its acks reach them; a killed member leaves its partitions UNAVAILABLE until it restarts
+// with its data; etcd paused for less and for more than the lease; TLS between members; a client that routes
+// directly; lawnctl cluster; a member configured for another partition count refuses to start.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -602,6 +606,53 @@ TEST(LawndClusterTest, TlsWithoutTheClusterCaIsRefusedAtStart) {
                        certs + "/server.key"});
   EXPECT_EQ(member.RunToExit(seconds(30)), 2);
   EXPECT_NE(member.Log().find("cluster.tls_ca_file"), std::string::npos) << member.Log();
+}
+
+// Runs lawnctl with `args`; returns its exit status and fills `out` with what it printed on stdout.
+int Lawnctl(const std::string& args, std::string* out) {
+  const std::string command = std::string(LAWNCTL_PATH) + " " + args + " 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out->append(buf, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(LawndClusterTest, LawnctlClusterStatusAndMapShowTheMembersAndTheOwnerOfEveryPartition) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 2);
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  std::string out;
+  ASSERT_EQ(Lawnctl("--addr " + cluster[1].address() + " cluster status", &out), 0) << out;
+  EXPECT_NE(out.find("cluster t: 64 partitions, leader m"), std::string::npos) << out;
+  EXPECT_NE(out.find("seen from m1 (serving)"), std::string::npos) << out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NE(out.find("m" + std::to_string(i) + "  " + cluster[static_cast<size_t>(i)].address() + "  32 partitions"),
+              std::string::npos)
+        << out;
+  }
+  ASSERT_EQ(Lawnctl("--addr " + cluster[0].address() + " cluster map", &out), 0) << out;
+  // One line per run of partitions with one owner, together covering 0..63 in order.
+  uint32_t next = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    uint32_t from = 0, to = 0;
+    char owner[64] = {0};
+    ASSERT_EQ(std::sscanf(line.c_str(), "%u-%u %63s", &from, &to, owner), 3) << line;
+    EXPECT_EQ(from, next) << line;
+    for (uint32_t p = from; p <= to; ++p) EXPECT_EQ(map.owners(static_cast<int>(p)).member(), owner) << p;
+    next = to + 1;
+  }
+  EXPECT_EQ(next, kPartitions);
+  // A lawnd without a cluster section: the call fails (FAILED_PRECONDITION), lawnctl exits non-zero.
+  TempDir dir;
+  LawndProcess alone(dir.path());
+  alone.Start();
+  EXPECT_NE(Lawnctl("--addr " + alone.address() + " cluster status", &out), 0);
 }
 
 TEST(LawndClusterTest, AMemberConfiguredForAnotherPartitionCountRefusesToStart) {
