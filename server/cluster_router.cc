@@ -64,6 +64,16 @@ bool ClusterRouter::IsForwarded(const grpc::ServerContextBase& context) {
   return metadata.find(kForwardedBy) != metadata.end();
 }
 
+std::vector<std::pair<std::string, std::string>> ClusterRouter::CallerMetadata(
+    const grpc::ServerContextBase& context) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto& metadata = const_cast<grpc::ServerContextBase&>(context).client_metadata();
+  for (auto it = metadata.lower_bound("authorization"); it != metadata.end() && it->first == "authorization"; ++it) {
+    out.emplace_back("authorization", std::string(it->second.data(), it->second.size()));
+  }
+  return out;
+}
+
 std::shared_ptr<grpc::Channel> ClusterRouter::ChannelTo(const std::string& address) {
   absl::MutexLock lock(&mu_);
   auto it = channels_.find(address);
@@ -100,10 +110,7 @@ void ClusterRouter::Forward(const std::string& address, const std::string& metho
   // cancels its forward too, so nothing waits on a hop nobody wants.
   state->context = grpc::ClientContext::FromCallbackServerContext(from);
   state->request = request;  // Shares the slices: no copy of the bytes.
-  auto& metadata = const_cast<grpc::CallbackServerContext&>(from).client_metadata();
-  for (auto it = metadata.lower_bound("authorization"); it != metadata.end() && it->first == "authorization"; ++it) {
-    state->context->AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
-  }
+  for (const auto& [key, value] : CallerMetadata(from)) state->context->AddMetadata(key, value);
   state->context->AddMetadata(kForwardedBy, node_.options().member);
   state->context->set_deadline(std::chrono::system_clock::now() + kMaxForwardDeadline);  // The earlier wins.
   state->stub = std::make_unique<grpc::GenericStub>(ChannelTo(address));

@@ -48,6 +48,8 @@ class ClusterRouter {
   absl::Status WrongOwner(const Placement& placement) const;
   // Whether the call came from another member (it must not be forwarded again).
   static bool IsForwarded(const grpc::ServerContextBase& context);
+  // The caller's `authorization` headers, which go along with a forwarded call or relayed stream.
+  static std::vector<std::pair<std::string, std::string>> CallerMetadata(const grpc::ServerContextBase& context);
 
   using Done = std::function<void(const grpc::Status& status, const grpc::ByteBuffer& response)>;
   // Sends `request` to `method` ("/lawn.v1.TimerService/StartTimer") at `address`, with the caller's

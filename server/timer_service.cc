@@ -1,8 +1,6 @@
 #include "server/timer_service.h"
 
-#include <algorithm>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -432,12 +430,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::S
   if (admission.ok() && cluster_mode_.load(std::memory_order_acquire) && !ClusterRouter::IsForwarded(*context)) {
     relay = router_.load(std::memory_order_acquire);
     if (relay == nullptr) admission = absl::UnavailableError("lawnd is joining its cluster; retry shortly");
-    // The caller's token goes to the other members with the relayed streams.
-    const auto& client_metadata = context->client_metadata();
-    for (auto it = client_metadata.lower_bound("authorization");
-         it != client_metadata.end() && it->first == "authorization"; ++it) {
-      metadata.emplace_back("authorization", std::string(it->second.data(), it->second.size()));
-    }
+    metadata = ClusterRouter::CallerMetadata(*context);  // The caller's token goes with the relayed streams.
   }
   return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_,
                               relay, std::move(metadata));
