@@ -4,28 +4,34 @@
 #include <map>
 
 #include "server/proto_convert.h"
+#include "server/raw_call.h"
 
 namespace lawn {
 
 grpc::ServerUnaryReactor* ClusterServiceImpl::GetClusterMap(grpc::CallbackServerContext* context,
-                                                            const v1::GetClusterMapRequest* /*request*/,
-                                                            v1::GetClusterMapResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                                            const grpc::ByteBuffer* raw_request,
+                                                            grpc::ByteBuffer* raw_response) {
+  auto* call = new RawUnary<v1::GetClusterMapRequest, v1::GetClusterMapResponse>(raw_response, nullptr);
   absl::StatusOr<Caller> caller = auth_.Authenticate(*context, "GetClusterMap");
   if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
+    call->Reply(ToGrpcStatus(caller.status()));
+    return call;
+  }
+  if (grpc::Status s = ParseRequest(raw_request, "GetClusterMap", &call->request); !s.ok()) {
+    call->Reply(s);
+    return call;
   }
   const ClusterNode* node = node_.load(std::memory_order_acquire);
   if (!cluster_mode_) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "this lawnd runs alone (no cluster section in its config): it has no cluster map"));
-    return reactor;
+    call->Reply(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "this lawnd runs alone (no cluster section in its config): it has no cluster map"));
+    return call;
   }
   if (node == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is joining its cluster; retry shortly"));
-    return reactor;
+    call->Reply(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is joining its cluster; retry shortly"));
+    return call;
   }
+  v1::GetClusterMapResponse* response = &call->response;
   const std::shared_ptr<const ClusterMap> map = node->map();
   response->set_cluster(map->cluster);
   response->set_member(map->self);
@@ -50,8 +56,8 @@ grpc::ServerUnaryReactor* ClusterServiceImpl::GetClusterMap(grpc::CallbackServer
     if (live != map->live.end()) member->set_address(live->second);
     member->set_partitions_owned(count);
   }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  call->Reply(grpc::Status::OK);
+  return call;
 }
 
 }  // namespace lawn

@@ -15,7 +15,10 @@
 
 namespace lawn {
 
-class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
+// Raw, like TimerService and AdminService (server/raw_call.h): a request whose bytes do not parse is answered
+// INVALID_ARGUMENT naming the method, not gRPC's bare UNIMPLEMENTED.
+class ClusterServiceImpl final
+    : public v1::ClusterService::WithRawCallbackMethod_GetClusterMap<v1::ClusterService::Service> {
  public:
   // `auth` is not owned and outlives the service. `cluster_mode`: lawnd has a cluster section.
   ClusterServiceImpl(const Authenticator& auth, bool cluster_mode) : auth_(auth), cluster_mode_(cluster_mode) {}
@@ -23,8 +26,8 @@ class ClusterServiceImpl final : public v1::ClusterService::CallbackService {
   // `node` is not owned and outlives the service.
   void SetNode(const ClusterNode* node) { node_.store(node, std::memory_order_release); }
 
-  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context, const v1::GetClusterMapRequest* request,
-                                          v1::GetClusterMapResponse* response) override;
+  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+                                          grpc::ByteBuffer* raw_response) override;
 
  private:
   const Authenticator& auth_;
