@@ -51,7 +51,9 @@ struct ClientOptions {
   // each StartTimers part straight to the member owning the timer's partition (client/direct_router.h),
   // skipping the hop a member would forward it over. A call that answers UNAVAILABLE there (wrong owner,
   // owner unreachable) is retried once through the target after the map is read again. Against a lawnd that
-  // runs alone it changes nothing. Used by Create / Connect only.
+  // runs alone it changes nothing. Used by Create / Connect only; with it, Create reads the map at once and
+  // returns that call's error (UNAVAILABLE while the target is unreachable or still joining its cluster)
+  // instead of connecting lazily.
   bool route_directly = false;
 };
 

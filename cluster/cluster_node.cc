@@ -11,12 +11,6 @@
 
 namespace lawn {
 
-namespace {
-
-std::string LeaderKey(const std::string& cluster) { return "/" + cluster + "/leader"; }
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Join(const ClusterNodeOptions& options) {
   if (options.member.empty() || options.advertise.empty() || options.etcd_endpoints.empty()) {
     return absl::InvalidArgumentError("cluster mode needs etcd endpoints, a member name and an advertise address");

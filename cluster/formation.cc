@@ -9,7 +9,6 @@ namespace lawn {
 namespace {
 
 std::string PartitionsKey(const std::string& cluster) { return "/" + cluster + "/config/partitions"; }
-std::string LeaderKey(const std::string& cluster) { return "/" + cluster + "/leader"; }
 
 }  // namespace
 

@@ -13,4 +13,6 @@ std::string OwnerKey(std::string_view cluster, uint32_t partition) {
   return OwnersPrefix(cluster) + std::to_string(partition);
 }
 
+std::string LeaderKey(std::string_view cluster) { return "/" + std::string(cluster) + "/leader"; }
+
 }  // namespace lawn

@@ -12,10 +12,13 @@
 
 namespace lawn {
 
-// etcd keys of a cluster named `cluster`: /<cluster>/members/<member> and /<cluster>/owners/<partition>.
+// etcd keys of a cluster named `cluster`: /<cluster>/members/<member>, /<cluster>/owners/<partition> and
+// /<cluster>/leader.
 std::string MemberKey(std::string_view cluster, std::string_view member);
 std::string MembersPrefix(std::string_view cluster);
 std::string OwnerKey(std::string_view cluster, uint32_t partition);
 std::string OwnersPrefix(std::string_view cluster);
+// /<cluster>/leader: the member that hands out partitions, under its lease.
+std::string LeaderKey(std::string_view cluster);
 
 }  // namespace lawn
