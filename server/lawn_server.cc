@@ -321,10 +321,20 @@ void LawnServer::Drain() {
     // between here and the end. The partitions stay this member's until it comes back.
     cluster_->Leave();
   }
-  // WaitIdle counts each call until gRPC is done sending its answer (UnaryCall::OnDone), so nothing admitted
-  // is cut here: shut down at once rather than wait for idle clients to hang up.
-  server_->Shutdown(std::chrono::system_clock::now());
-  if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
+  // Every admitted call is done (OnDone), but "done" means its answer reached the kernel's send buffer, not
+  // the client: a forced close at once (Shutdown with a past deadline) resets a connection whose client has
+  // not read a large answer yet (CI saw a 60 MB ListTimers page cut by ECONNRESET). A graceful Shutdown sends
+  // GOAWAY and closes each connection once its client acknowledges it (a PING behind the data, so the client
+  // has read everything first). A client that is reading answers within a round trip; an idle C++ or Python
+  // channel polls its socket only every few seconds, and waiting for it would protect nothing, so the grace
+  // is kCloseGrace (within the drain's deadline), after which what is still open is cut.
+  constexpr auto kCloseGrace = std::chrono::seconds(1);
+  const auto grace = std::chrono::system_clock::now() +
+                     std::clamp<std::chrono::steady_clock::duration>(deadline - std::chrono::steady_clock::now(),
+                                                                     std::chrono::steady_clock::duration::zero(),
+                                                                     kCloseGrace);
+  server_->Shutdown(grace);
+  if (health_server_ != nullptr) health_server_->Shutdown(grace);
   runtime_->Stop();
   server_.reset();
   health_server_.reset();
