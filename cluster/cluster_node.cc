@@ -52,6 +52,7 @@ void ClusterNode::Leave() {
       stopping_ = true;
     }
     wake_.notify_all();
+    published_.notify_all();
     if (thread_.joinable()) thread_.join();
     registered_.store(false, std::memory_order_release);
     if (keeper_ != nullptr) {
@@ -107,8 +108,48 @@ Placement ClusterNode::Place(uint32_t partition) const {
 
 bool ClusterNode::SleepFor(std::chrono::milliseconds duration) {
   std::unique_lock<std::mutex> lock(sleep_mu_);
-  wake_.wait_for(lock, duration, [this] { return stopping_; });
+  wake_.wait_for(lock, duration, [this] { return stopping_ || refresh_asked_; });
+  refresh_asked_ = false;
   return !stopping_;
+}
+
+void ClusterNode::SetMapListener(std::function<void(const ClusterMap&)> listener) {
+  absl::MutexLock lock(&hooks_mu_);
+  map_listener_ = std::move(listener);
+}
+
+void ClusterNode::SetMoveDriver(
+    std::function<void(const Assignment& target, std::shared_ptr<const ClusterMap> map)> driver) {
+  absl::MutexLock lock(&hooks_mu_);
+  move_driver_ = std::move(driver);
+}
+
+bool ClusterNode::RefreshNow(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(sleep_mu_);
+  // A pass that is running now may have read etcd before this call: wait for the one after it.
+  const uint64_t wanted = published_generation_ + 2;
+  refresh_asked_ = true;
+  wake_.notify_all();
+  return published_.wait_for(lock, timeout, [&] { return stopping_ || published_generation_ >= wanted; }) &&
+         !stopping_;
+}
+
+absl::StatusOr<bool> ClusterNode::Transfer(const std::vector<uint32_t>& partitions,
+                                           const std::vector<int64_t>& epochs, const std::string& to) {
+  std::vector<EtcdClient::ConditionalPut> puts;
+  puts.reserve(partitions.size());
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    puts.push_back({OwnerKey(options_.cluster, partitions[i]), to, epochs[i]});
+  }
+  absl::StatusOr<std::optional<int64_t>> written = etcd_->PutAllIfModRevisions(puts);
+  if (!written.ok()) return written.status();
+  return written->has_value();
+}
+
+absl::Status ClusterNode::SetDraining(const std::string& member, bool draining) {
+  const std::string key = DrainingKey(options_.cluster, member);
+  if (draining) return etcd_->Put(key, "").status();
+  return etcd_->Delete(key).status();
 }
 
 void ClusterNode::Run() {
@@ -140,6 +181,11 @@ absl::StatusOr<bool> ClusterNode::Register() {
     if (!held->has_value() || (*held)->lease != keeper_->lease() || (*held)->value != options_.advertise) {
       return false;
     }
+  }
+  // A member that (re)starts takes partitions again: a drain ends with the process it drained.
+  if (absl::StatusOr<int64_t> undrained = etcd_->Delete(DrainingKey(options_.cluster, options_.member));
+      !undrained.ok()) {
+    return undrained.status();
   }
   registered_.store(true, std::memory_order_release);
   spdlog::info("cluster: member {} joined cluster {} at {} (lease {:x}, ttl {} s)", options_.member,
@@ -196,13 +242,48 @@ absl::Status ClusterNode::Refresh() {
       if (!owners.ok()) return owners.status();
     }
   }
+  absl::StatusOr<EtcdClient::Range> draining = etcd_->GetPrefix(DrainingPrefix(options_.cluster));
+  if (!draining.ok()) return draining.status();
+  for (const EtcdKeyValue& kv : draining->kvs) map->draining.insert(kv.key.substr(DrainingPrefix(options_.cluster).size()));
   absl::StatusOr<std::optional<EtcdKeyValue>> leader = etcd_->Get(LeaderKey(options_.cluster));
   if (!leader.ok()) return leader.status();
   if (leader->has_value()) map->leader = (*leader)->value;
   map->owners = std::move(owners->owners);
   map->epochs = std::move(owners->epochs);
-  absl::MutexLock lock(&map_mu_);
-  map_ = std::move(map);
+  map->generation = ++generation_;
+  std::shared_ptr<const ClusterMap> published = map;
+  {
+    absl::MutexLock lock(&map_mu_);
+    map_ = published;
+  }
+  std::function<void(const ClusterMap&)> listener;
+  std::function<void(const Assignment&, std::shared_ptr<const ClusterMap>)> driver;
+  {
+    absl::MutexLock lock(&hooks_mu_);
+    listener = map_listener_;
+    driver = move_driver_;
+  }
+  if (listener) listener(*published);
+  {
+    std::lock_guard<std::mutex> lock(sleep_mu_);
+    published_generation_ = published->generation;
+  }
+  published_.notify_all();
+  if (*leading && driver) {
+    // Moves start once every partition has an owner (a forming cluster hands them out first).
+    bool unowned = false;
+    for (const std::string& owner : published->owners) unowned |= owner.empty();
+    if (!unowned) {
+      AssignmentInput input;
+      input.owners = published->owners;
+      for (const auto& [name, address] : published->live) input.live.insert(name);
+      for (const std::string& name : published->draining) {
+        if (input.live.count(name) > 0) input.draining.insert(name);
+      }
+      Assignment target = Assign(input);
+      if (!target.moves.empty()) driver(target, published);
+    }
+  }
   return absl::OkStatus();
 }
 

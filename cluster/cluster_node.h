@@ -7,7 +7,8 @@
 // etcd names this member as its owner and (2) the lease is certainly alive (LeaseKeeper::Fresh). The map is
 // re-read every `refresh_every`; ownership changes only by etcd transaction, so a stale map can only make this
 // member refuse or forward, never serve a partition that another member was given, as long as partitions do
-// not move (moves, with their hand-over, are not built yet: a partition keeps the owner it was first given).
+// not move without a hand-over: the PartitionGate (server/partition_gate.h) closes a partition that is
+// moving before its owner key changes.
 //
 // A member whose key is still held by an earlier lease (a restart after kill -9, before the old lease ran out)
 // waits for that key to go before it registers: two live processes with one name would serve the same
@@ -21,6 +22,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <set>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/etcd_client.h"
+#include "cluster/assignment.h"
 #include "cluster/lease_keeper.h"
 
 namespace lawn {
@@ -57,6 +61,8 @@ struct ClusterMap {
   std::vector<std::string> owners;          // owners[p]: the owning member, "" for none.
   std::vector<int64_t> epochs;              // epochs[p]: the owner key's mod revision, 0 for none.
   std::map<std::string, std::string> live;  // Live member -> advertise address.
+  std::set<std::string> draining;           // Members being drained (lawnctl cluster drain).
+  uint64_t generation = 0;                  // Counts the maps this member published.
 };
 
 // Where the calls for one partition go, from this member's point of view.
@@ -102,6 +108,22 @@ class ClusterNode {
   Placement Place(uint32_t partition) const;
   const ClusterNodeOptions& options() const { return options_; }
 
+  // Called on the refresh thread after every map this member publishes. Set before the first map matters
+  // (right after Join); must not block for long.
+  void SetMapListener(std::function<void(const ClusterMap&)> listener);
+  // Called on the refresh thread of the leader when the live members' partitions should move (a member
+  // joined, or is draining): `target` is Assign's answer for the map just read. Must not block.
+  void SetMoveDriver(std::function<void(const Assignment& target, std::shared_ptr<const ClusterMap> map)> driver);
+  // Reads etcd now instead of at the next period and waits (up to `timeout`) until a map read after this
+  // call is published. False on timeout.
+  bool RefreshNow(std::chrono::milliseconds timeout);
+  // Gives `partitions` (with the epochs the caller read) to `to`, in one etcd transaction. True if written;
+  // false if an owner key changed meanwhile (nothing written). UNAVAILABLE/DEADLINE_EXCEEDED: unknown.
+  absl::StatusOr<bool> Transfer(const std::vector<uint32_t>& partitions, const std::vector<int64_t>& epochs,
+                                const std::string& to);
+  // Marks `member` as draining or not, in etcd.
+  absl::Status SetDraining(const std::string& member, bool draining);
+
  private:
   ClusterNode(const ClusterNodeOptions& options, std::unique_ptr<EtcdClient> etcd);
   void Run();
@@ -123,6 +145,14 @@ class ClusterNode {
   // (libstdc++'s std::atomic<std::shared_ptr> spins on a bit that TSan cannot see).
   mutable absl::Mutex map_mu_;
   std::shared_ptr<const ClusterMap> map_ ABSL_GUARDED_BY(map_mu_);
+
+  absl::Mutex hooks_mu_;  // Guards the two hooks (set once, read by the refresh thread).
+  std::function<void(const ClusterMap&)> map_listener_ ABSL_GUARDED_BY(hooks_mu_);
+  std::function<void(const Assignment&, std::shared_ptr<const ClusterMap>)> move_driver_ ABSL_GUARDED_BY(hooks_mu_);
+  uint64_t generation_ = 0;  // Refresh thread only.
+  bool refresh_asked_ = false;  // Guarded by sleep_mu_: RefreshNow wants a pass at once.
+  std::condition_variable published_;  // With sleep_mu_: a map was published.
+  uint64_t published_generation_ = 0;  // Guarded by sleep_mu_.
 
   std::thread thread_;
   std::once_flag leave_once_;

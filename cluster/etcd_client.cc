@@ -154,6 +154,26 @@ absl::StatusOr<std::optional<int64_t>> EtcdClient::PutIfModRevision(const std::s
   return std::optional<int64_t>(response.header().revision());
 }
 
+absl::StatusOr<std::optional<int64_t>> EtcdClient::PutAllIfModRevisions(const std::vector<ConditionalPut>& puts) {
+  etcdserverpb::TxnRequest request;
+  for (const ConditionalPut& p : puts) {
+    etcdserverpb::Compare* compare = request.add_compare();
+    compare->set_key(p.key);
+    compare->set_target(etcdserverpb::Compare::MOD);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_mod_revision(p.expected_mod_revision);
+    etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
+    put->set_key(p.key);
+    put->set_value(p.value);
+  }
+  etcdserverpb::TxnResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Txn(&context, request, &response), "txn"); !s.ok()) return s;
+  if (!response.succeeded()) return std::optional<int64_t>();
+  return std::optional<int64_t>(response.header().revision());
+}
+
 absl::StatusOr<int64_t> EtcdClient::GrantLease(std::chrono::seconds ttl) {
   if (ttl.count() < 1) return absl::InvalidArgumentError("etcd lease TTL must be at least 1 s");
   etcdserverpb::LeaseGrantRequest request;

@@ -65,6 +65,16 @@ class EtcdClient {
   absl::StatusOr<std::optional<int64_t>> PutIfModRevision(const std::string& key, const std::string& value,
                                                           int64_t expected_mod_revision, int64_t lease = 0);
 
+  // Several PutIfModRevision as one transaction: every key is written if every key's mod_revision is as
+  // expected, none otherwise. Returns the transaction's revision (each written key's new epoch) if it wrote,
+  // nullopt if a comparison failed. etcd bounds a transaction's operations (--max-txn-ops, 128 by default).
+  struct ConditionalPut {
+    std::string key;
+    std::string value;
+    int64_t expected_mod_revision = 0;
+  };
+  absl::StatusOr<std::optional<int64_t>> PutAllIfModRevisions(const std::vector<ConditionalPut>& puts);
+
   // A new lease of `ttl` (whole seconds, at least 1; etcd may grant more); returns its id.
   absl::StatusOr<int64_t> GrantLease(std::chrono::seconds ttl);
   // Renews `lease` once; returns the TTL etcd granted, or NOT_FOUND if the lease has expired or was revoked.

@@ -13,6 +13,11 @@ std::string OwnerKey(std::string_view cluster, uint32_t partition) {
   return OwnersPrefix(cluster) + std::to_string(partition);
 }
 
+std::string DrainingPrefix(std::string_view cluster) { return "/" + std::string(cluster) + "/draining/"; }
+std::string DrainingKey(std::string_view cluster, std::string_view member) {
+  return DrainingPrefix(cluster) + std::string(member);
+}
+
 std::string LeaderKey(std::string_view cluster) { return "/" + std::string(cluster) + "/leader"; }
 
 }  // namespace lawn

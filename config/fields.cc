@@ -54,7 +54,7 @@ constexpr Field kFields[] = {
     {"max_outbox_bytes_per_namespace", FieldKind::kBytes, &Options::max_outbox_bytes_per_namespace, kMiB,
      kUnbounded},
     {"max_outbox_bytes", FieldKind::kBytes, &Options::max_outbox_bytes, kMiB, kUnbounded},
-    {"max_namespaces", FieldKind::kCount, &Options::max_namespaces, 1, 65'536},
+    {"max_namespaces", FieldKind::kCount, &Options::max_namespaces, 1, 65'534},
     {"max_subscribers_per_namespace", FieldKind::kCount, &Options::max_subscribers_per_namespace, 1, 100'000},
     {"max_queued_commands", FieldKind::kCount, &Options::max_queued_commands, 1'000, 10'000'000},
     {"grpc_max_concurrent_streams", FieldKind::kCount, &Options::grpc_max_concurrent_streams, 1, 1'000'000},

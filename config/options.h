@@ -109,7 +109,7 @@ struct Options {
   // Most namespaces lawnd tracks at once (a namespace costs an outbox and metric series). A namespace is
   // created by its first start or subscription and forgotten, with its series, once it holds no pending timer,
   // no outbox entry and no subscriber. Allowed 1..65536. Default 65536.
-  uint32_t max_namespaces = 65536;
+  uint32_t max_namespaces = 65534;
 
   // Most Subscribe streams (work-sharing and observers) attached to one namespace. Allowed 1..100000.
   // Default 1000.

@@ -19,6 +19,8 @@
 #include "server/admin_service.h"
 #include "server/cluster_router.h"
 #include "server/cluster_service.h"
+#include "server/partition_gate.h"
+#include "server/partition_mover.h"
 #include "server/auth.h"
 #include "server/rate_limiter.h"
 #include "server/tls.h"
@@ -125,9 +127,11 @@ LawnServer::~LawnServer() {
 absl::Status LawnServer::Start() {
   std::unique_ptr<TimerStore> store;
   RocksDbTimerStore* rocksdb = nullptr;
+  const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
   if (options_.durability != Durability::kMemory) {
     RocksDbStoreOptions store_options;
     store_options.path = options_.data_dir;
+    store_options.staging = cluster_mode;  // Partition hand-overs stage expirations there.
     store_options.min_free_disk_bytes = options_.min_free_disk_bytes;
     absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened =
         open_store_ ? open_store_(store_options) : RocksDbTimerStore::Open(store_options);
@@ -163,9 +167,11 @@ absl::Status LawnServer::Start() {
     }
   }
 
-  const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
   runtime_ = std::make_unique<Runtime>(options_, std::move(store), metrics_.get());
   if (cluster_mode) {
+    // Every write and firing checks its partition on the shard worker (server/partition_gate.h).
+    gate_ = std::make_unique<PartitionGate>(options_.cluster_member, options_.cluster_partitions);
+    runtime_->SetPartitionGate(gate_.get());
     // Nothing fires until this member has joined and while it cannot prove its lease (docs/cluster.md).
     runtime_->SetFiringFence([this] {
       const ClusterNode* node = cluster_view_.load(std::memory_order_acquire);
@@ -287,6 +293,12 @@ absl::Status LawnServer::JoinCluster() {
   router_ = std::make_unique<ClusterRouter>(*cluster_, std::move(credentials), options_.cluster_tls_server_name);
   cluster_view_.store(cluster_.get(), std::memory_order_release);
   service_->SetRouter(router_.get());
+  mover_ = std::make_unique<PartitionMover>(*runtime_, *gate_, *cluster_, *router_);
+  cluster_->SetMapListener([mover = mover_.get()](const ClusterMap& map) { mover->OnMap(map); });
+  cluster_->SetMoveDriver([mover = mover_.get()](const Assignment& target, std::shared_ptr<const ClusterMap> map) {
+    mover->Drive(target, std::move(map));
+  });
+  cluster_service_->SetMover(mover_.get());
   cluster_service_->SetNode(cluster_.get());
   spdlog::info("cluster mode: member {} of cluster '{}' ({} partitions), advertising {}", cluster.member,
                cluster.cluster, cluster.partitions, cluster.advertise);
@@ -316,6 +328,7 @@ void LawnServer::Drain() {
   service_->CloseStreams(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is shutting down; reconnect"));
   if (!service_->WaitIdle(deadline)) spdlog::warn("drain: calls still in flight at shutdown_timeout; cancelling");
   admin_->Drain();
+  if (mover_ != nullptr) mover_->Stop();  // No new hand-over; one under way finishes below.
   if (cluster_ != nullptr) {
     // The member key goes at once, so the others stop forwarding here; the fence closes, so nothing fires
     // between here and the end. The partitions stay this member's until it comes back.
@@ -335,6 +348,7 @@ void LawnServer::Drain() {
                                                                      kCloseGrace);
   server_->Shutdown(grace);
   if (health_server_ != nullptr) health_server_->Shutdown(grace);
+  mover_.reset();  // Waits for a hand-over under way: it needs the runtime, which stops next.
   runtime_->Stop();
   server_.reset();
   health_server_.reset();

@@ -22,6 +22,8 @@ namespace lawn {
 
 class AdminServiceImpl;
 class ClusterNode;
+class PartitionGate;
+class PartitionMover;
 class ClusterRouter;
 class ClusterServiceImpl;
 class Authenticator;
@@ -68,6 +70,7 @@ class LawnServer {
   const Options options_;
   const StoreOpener open_store_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<PartitionGate> gate_;  // Cluster mode; the workers read it, so it outlives runtime_.
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<RateLimiter> limiter_;
@@ -75,6 +78,7 @@ class LawnServer {
   std::unique_ptr<ClusterNode> cluster_;
   std::unique_ptr<ClusterRouter> router_;
   std::atomic<ClusterNode*> cluster_view_{nullptr};  // The workers' firing fence reads it.
+  std::unique_ptr<PartitionMover> mover_;            // Hand-overs; gone before runtime_ stops.
   std::unique_ptr<TimerServiceImpl> service_;
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<AdminServiceImpl> admin_;

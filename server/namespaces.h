@@ -42,7 +42,7 @@ struct NamespaceLimits {
   uint64_t ack_timeout_ns = 30'000'000'000;
   OutboxLimits outbox;
   uint64_t max_outbox_bytes = UINT64_MAX;  // All outboxes together.
-  uint32_t max_namespaces = 65536;         // At most 65536: indexes are 16-bit hold groups.
+  uint32_t max_namespaces = 65534;         // At most 65534: indexes are 16-bit hold groups below 2 reserved.
 };
 
 class NamespaceState {
@@ -80,7 +80,7 @@ class NamespaceState {
 
 class Namespaces {
  public:
-  static constexpr size_t kMaxNamespaces = 65536;
+  static constexpr size_t kMaxNamespaces = 65534;
 
   explicit Namespaces(const NamespaceLimits& limits);
   Namespaces(const Namespaces&) = delete;

@@ -226,6 +226,36 @@ AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count,
   return result;
 }
 
+size_t Outbox::Extract(absl::FunctionRef<bool(std::string_view key)> match, std::vector<Delivery>* out) {
+  absl::MutexLock lock(&mu_);
+  const size_t before = out->size();
+  std::deque<Delivery> keep;
+  for (Delivery& d : ready_) {
+    if (acked_ready_.contains(d.delivery_id) || !match(d.key)) {
+      keep.push_back(std::move(d));
+      continue;
+    }
+    // A timed-out entry whose holder may still ack it: that holder's charge was kept in ackable_ready_.
+    ackable_ready_.erase(d.delivery_id);
+    Release(d);
+    out->push_back(std::move(d));
+  }
+  ready_.swap(keep);
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (!match(it->second.delivery.key)) {
+      ++it;
+      continue;
+    }
+    InFlight& entry = it->second;
+    entry.holder->in_flight--;
+    timeouts_.erase({entry.ack_deadline_ns, it->first});
+    Release(entry.delivery);
+    out->push_back(std::move(entry.delivery));
+    in_flight_.erase(it++);
+  }
+  return out->size() - before;
+}
+
 size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
   std::vector<std::shared_ptr<Subscriber>> wake;
   size_t expired = 0;

@@ -34,6 +34,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "server/delivery.h"
 
@@ -109,6 +110,11 @@ class Outbox {
   // Acknowledges delivery ids on behalf of `from`; appends those it removed to `acked` (to delete from
   // storage). Ids `from` does not hold change nothing and are counted in the result.
   AckResult Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<uint64_t>* acked);
+
+  // Partition hand-over: removes every entry (ready or in flight) whose key `match`es and appends it to
+  // `*out` (in flight ones with the attempts made so far, so the new owner redelivers them as unacked).
+  // Their charges are released; acks for them count as unknown from now on. Returns how many.
+  size_t Extract(absl::FunctionRef<bool(std::string_view key)> match, std::vector<Delivery>* out);
 
   // Makes every delivery whose ack deadline passed ready again. Returns how many.
   size_t ExpireAcks(uint64_t now_mono_ns);

@@ -1,9 +1,12 @@
 #include "server/runtime.h"
 
+#include "server/partition_gate.h"
+
 #include <chrono>
 #include <utility>
 
 #include "absl/hash/hash.h"
+#include "server/partition_gate.h"
 #include "server/shard_worker.h"
 #include "server/worker_commands.h"
 #include "spdlog/spdlog.h"
@@ -109,6 +112,24 @@ void Runtime::MaybeReleaseHeld(NamespaceState* ns) {
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
     Submit(shard, std::make_unique<ReleaseCommand>(ns));
   }
+}
+
+absl::Status Runtime::AdmitWrite(const absl::Status& admission, std::string_view key) const {
+  if (!admission.ok()) return admission;
+  if (gate_ != nullptr) return gate_->CheckWrite(key);
+  return absl::OkStatus();
+}
+
+void Runtime::ReleaseGated() {
+  for (uint32_t shard = 0; shard < workers_.size(); ++shard) Submit(shard, std::make_unique<ReleaseGatedCommand>());
+}
+
+void Runtime::RunOnEveryShard(const std::function<std::unique_ptr<ShardCommand>(uint32_t shard)>& make) {
+  auto latch = std::make_shared<Latch>(workers_.size());
+  for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
+    Submit(shard, std::make_unique<LatchedCommand>(make(shard), latch));
+  }
+  latch->Wait();
 }
 
 void Runtime::SetTick(uint64_t tick_ns, std::function<void(uint64_t previous)> done) {

@@ -35,6 +35,7 @@
 
 namespace lawn {
 
+class PartitionGate;
 class ShardWorker;
 
 struct RecoveryStats {
@@ -70,6 +71,18 @@ class Runtime {
   // whether this member may fire now; while it says no, due timers stay pending. Set before Start.
   void SetFiringFence(std::function<bool()> fence) { fence_ = std::move(fence); }
   bool MayFire() const { return !fence_ || fence_(); }
+  // Cluster mode: the per-partition gate the workers check before each write and firing (not owned). Set
+  // before Start; nullptr outside a cluster.
+  void SetPartitionGate(const PartitionGate* gate) { gate_ = gate; }
+  const PartitionGate* gate() const { return gate_; }
+  // OK, or why a write to the timer with this key must not be applied now: the free-space guard's status
+  // `admission` first, then the partition gate.
+  absl::Status AdmitWrite(const absl::Status& admission, std::string_view key) const;
+  // Asks every shard to offer its gated (and namespace-held) timers again: a partition opened.
+  void ReleaseGated();
+  // Runs `make(shard)` on every shard in its next round and waits until every one's round is written (the
+  // returned latch counted down by each command's Done).
+  void RunOnEveryShard(const std::function<std::unique_ptr<ShardCommand>(uint32_t shard)>& make);
 
   uint32_t shard_count() const { return static_cast<uint32_t>(workers_.size()); }
   uint32_t ShardFor(std::string_view key) const;
@@ -117,6 +130,7 @@ class Runtime {
   Namespaces namespaces_;
   std::vector<std::unique_ptr<ShardWorker>> workers_;
   std::function<bool()> fence_;  // Set before Start, read-only after.
+  const PartitionGate* gate_ = nullptr;  // Set before Start, read-only after.
   std::atomic<uint64_t> total_pending_{0};
   absl::Mutex tick_mu_;  // Serializes SetTick.
   std::atomic<uint64_t> tick_ns_;

@@ -53,6 +53,11 @@ class ShardContext {
   virtual void ReleaseHeld(NamespaceState* ns) = 0;
   // Changes the shard's tick (and with it the `late` threshold) from this round on.
   virtual void SetTick(uint64_t tick_ns) = 0;
+  // Offers the timers the shard holds for a closed partition (PartitionGate::kHoldGroup), and those every
+  // cached namespace holds, to the outbox again in this round (a partition opened).
+  virtual void ReleaseGated() = 0;
+  // A new delivery id of this shard (for expirations handed over by another member).
+  virtual uint64_t NextDeliveryId() = 0;
 };
 
 class ShardCommand {

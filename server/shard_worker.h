@@ -72,6 +72,8 @@ class ShardWorker final : private ShardContext {
   RoundCounters& counters() override { return open_->counters; }
   void ReleaseHeld(NamespaceState* ns) override;
   void SetTick(uint64_t tick_ns) override;
+  void ReleaseGated() override { release_gated_ = true; }
+  uint64_t NextDeliveryId() override;
   // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
@@ -112,6 +114,7 @@ class ShardWorker final : private ShardContext {
   NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
   std::string key_scratch_;                // A skipped firing's whole key (views split it at its namespace).
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
+  bool release_gated_ = false;             // Offer the timers held for closed partitions again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
 
   std::mutex mu_;

@@ -3,6 +3,7 @@
 // open round's batch. Runs on the worker thread, inside Apply.
 #include <algorithm>
 
+#include "server/partition_gate.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
 
@@ -26,7 +27,15 @@ std::string_view NamespaceOf(const TimerView& t) {
 
 }  // namespace
 
+uint64_t ShardWorker::NextDeliveryId() { return delivery_ids_.Next(TimeBase::WallNowNs() / 1'000'000); }
+
 AdmitDecision ShardWorker::Admit(const TimerView& t) {
+  // Cluster mode: a partition that is not this member's, or is being handed over, fires nothing here. Its
+  // due timers wait in the engine (pending, on disk) until it opens or the hand-over takes them away.
+  if (const PartitionGate* gate = runtime_.gate(); gate != nullptr && !gate->Open(NamespaceOf(t), t.id)) {
+    admitted_ns_ = nullptr;
+    return {Admission::kHold, PartitionGate::kHoldGroup};
+  }
   absl::StatusOr<NamespaceState*> ns = Namespace(NamespaceOf(t));
   if (!ns.ok()) {
     // Only a recovered timer of a namespace beyond max_namespaces: it stays pending (and on disk), held in a
@@ -95,6 +104,15 @@ void ShardWorker::Expire() {
   auto admit = [this](const TimerView& t) { return Admit(t); };
   auto sink = [this, fired_at](const Fired& fired) { OnFired(fired, fired_at); };
   // Held timers first: they were due before anything that comes due now.
+  if (release_gated_) {
+    release_gated_ = false;
+    shard_.ReleaseHeld(PartitionGate::kHoldGroup, now_mono_ns_, admit, sink);
+    // A timer held for its namespace's full outbox whose partition closed meanwhile stays first in its
+    // namespace's list, stopping that list's release: offer every list again.
+    for (const auto& [name, ns] : namespace_cache_) {
+      if (std::find(release_.begin(), release_.end(), ns) == release_.end()) release_.push_back(ns);
+    }
+  }
   for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index(), now_mono_ns_, admit, sink);
   release_.clear();
   shard_.Advance(now_mono_ns_, admit, sink);

@@ -69,8 +69,8 @@ void StartCommand::Apply(ShardContext& ctx) {
   } releaser{held};
   for (uint32_t i : indices_) {
     StartOp& op = batch_->ops[i];
-    if (!ctx.write_admission().ok()) {
-      op.status = ctx.write_admission();
+    if (absl::Status admitted = runtime.AdmitWrite(ctx.write_admission(), op.key); !admitted.ok()) {
+      op.status = std::move(admitted);
       continue;
     }
     const auto [ns_name, id] = Runtime::SplitKey(op.key);
@@ -190,9 +190,11 @@ void StartBatch::Finish() {
 void KeyCommand::Apply(ShardContext& ctx) {
   Runtime& runtime = ctx.runtime();
   Shard& shard = ctx.shard();
-  if (kind_ != Kind::kGet && !ctx.write_admission().ok()) {
-    status_ = ctx.write_admission();
-    return;
+  if (kind_ != Kind::kGet) {
+    if (absl::Status admitted = runtime.AdmitWrite(ctx.write_admission(), key_); !admitted.ok()) {
+      status_ = std::move(admitted);
+      return;
+    }
   }
   // key_ is the timer's whole id (the view splits it at its namespace).
   auto fill = [&](const TimerView& t) {

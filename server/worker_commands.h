@@ -74,6 +74,29 @@ class ReleaseCommand final : public ShardCommand {
   NamespaceState* ns_;
 };
 
+// Runs `inner` and counts `latch` down after its Done (Runtime::RunOnEveryShard).
+class LatchedCommand final : public ShardCommand {
+ public:
+  LatchedCommand(std::unique_ptr<ShardCommand> inner, std::shared_ptr<Latch> latch)
+      : inner_(std::move(inner)), latch_(std::move(latch)) {}
+  void Apply(ShardContext& ctx) override { inner_->Apply(ctx); }
+  void Done(const absl::Status& write_status) override {
+    inner_->Done(write_status);
+    latch_->CountDown();
+  }
+
+ private:
+  std::unique_ptr<ShardCommand> inner_;
+  std::shared_ptr<Latch> latch_;
+};
+
+// Offers the timers held for closed partitions (and for full outboxes) again: a partition opened.
+class ReleaseGatedCommand final : public ShardCommand {
+ public:
+  void Apply(ShardContext& ctx) override { ctx.ReleaseGated(); }
+  void Done(const absl::Status&) override {}
+};
+
 // Drops a retired namespace from the worker's cache; the state lives until the last worker has done so.
 class ForgetNamespaceCommand final : public ShardCommand {
  public:

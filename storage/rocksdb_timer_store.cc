@@ -37,6 +37,7 @@ namespace {
 constexpr char kTimersCf[] = "timers";
 constexpr char kOutboxCf[] = "outbox";
 constexpr char kMetaCf[] = "meta";
+constexpr char kIncomingCf[] = "incoming";  // Cluster members only.
 constexpr char kFormatVersionKey[] = "format_version";
 constexpr char kBootEpochKey[] = "boot_epoch";
 
@@ -119,6 +120,7 @@ struct RocksDbTimerStore::Rep {
   rocksdb::ColumnFamilyHandle* timers = nullptr;
   rocksdb::ColumnFamilyHandle* outbox = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* incoming = nullptr;  // nullptr unless the store has a staging area.
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // All of them, for cleanup.
 
   absl::Mutex epoch_mu;  // Serializes NextBootEpoch's read-modify-write.
@@ -324,9 +326,11 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
       {kMetaCf, meta_cf},
   };
   std::vector<std::string> unknown_cfs;
+  const bool has_incoming = std::find(existing.begin(), existing.end(), kIncomingCf) != existing.end();
+  if (options.staging || has_incoming) descriptors.push_back({kIncomingCf, record_cf});
   for (const std::string& name : existing) {
     if (name == rocksdb::kDefaultColumnFamilyName || name == kTimersCf || name == kOutboxCf ||
-        name == kMetaCf) {
+        name == kMetaCf || name == kIncomingCf) {
       continue;
     }
     unknown_cfs.push_back(name);
@@ -345,6 +349,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   rep->timers = rep->handles[1];
   rep->outbox = rep->handles[2];
   rep->meta = rep->handles[3];
+  if (options.staging || has_incoming) rep->incoming = rep->handles[4];
   LAWN_RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
   return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
 }
@@ -416,6 +421,21 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
         internal::AppendOutboxKey(&key, e.delivery_id);
         put_status = wb.Delete(r.outbox, key);
         break;
+      case StoreBatch::Op::kPutIncoming:
+      case StoreBatch::Op::kDeleteIncoming:
+        if (r.incoming == nullptr) {
+          put_status = rocksdb::Status::InvalidArgument("this store has no staging area (not a cluster member)");
+          break;
+        }
+        internal::AppendOutboxKey(&key, e.delivery_id);
+        if (e.op == StoreBatch::Op::kDeleteIncoming) {
+          put_status = wb.Delete(r.incoming, key);
+          break;
+        }
+        internal::AppendExpirationValue(&value, e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload,
+                                        e.fired_at_unix_ns, e.attempt);
+        put_status = wb.Put(r.incoming, key, value);
+        break;
     }
   });
   if (!put_status.ok()) return FromRocks(put_status, "write: build batch");
@@ -478,6 +498,21 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
   }
   release();
   return st;
+}
+
+absl::Status RocksDbTimerStore::ForEachIncoming(
+    absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
+  Rep& r = *rep_;
+  if (r.incoming == nullptr) return absl::OkStatus();
+  return r.Scan(r.incoming, nullptr, [&](std::string_view key, std::string_view value) {
+    StoredExpiration e;
+    if (!internal::DecodeOutboxKey(key, &e.delivery_id) || !internal::DecodeExpirationValue(value, &e)) {
+      return absl::DataLossError(absl::StrCat("incoming record with key 0x", Hex(key), " cannot be decoded (",
+                                              value.size(), " bytes: not an expiration record of FORMAT.md)"));
+    }
+    on_staged(e);
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<uint64_t> RocksDbTimerStore::NextBootEpoch() {

@@ -37,6 +37,10 @@ struct RocksDbStoreOptions {
 
   // Size of the block cache shared by the column families, in bytes. Default 64 MiB. Recovery bypasses it.
   uint64_t block_cache_bytes = uint64_t{64} << 20;
+
+  // A cluster member's store: creates the `incoming` column family (the staging area of partition
+  // hand-overs, FORMAT.md) if it is missing. A store that has one opens with or without this.
+  bool staging = false;
 };
 
 class RocksDbTimerStore final : public TimerStore {
@@ -79,6 +83,7 @@ class RocksDbTimerStore final : public TimerStore {
                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
                        absl::FunctionRef<bool(const absl::Status&)> on_corrupt) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
+  absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) override;
 
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent
   // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.

@@ -55,11 +55,11 @@ void StoreBatch::DeleteTimer(std::string_view key) {
   needs_sync_ = true;
 }
 
-void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns,
-                               uint64_t ttl_ns, uint64_t interval_ns, std::string_view payload,
-                               int64_t fired_at_unix_ns, uint32_t attempt) {
-  rep_.push_back(static_cast<char>(Op::kPutExpiration));
-  AppendVarint(&rep_, delivery_id);
+void StoreBatch::PutRecord(Op op, uint64_t id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
+                           uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
+                           uint32_t attempt) {
+  rep_.push_back(static_cast<char>(op));
+  AppendVarint(&rep_, id);
   PutBytes(key);
   AppendVarint(&rep_, ZigZagEncode(deadline_unix_ns));
   AppendVarint(&rep_, ttl_ns);
@@ -71,10 +71,31 @@ void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64
   needs_sync_ = true;
 }
 
+void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns,
+                               uint64_t ttl_ns, uint64_t interval_ns, std::string_view payload,
+                               int64_t fired_at_unix_ns, uint32_t attempt) {
+  PutRecord(Op::kPutExpiration, delivery_id, key, deadline_unix_ns, ttl_ns, interval_ns, payload,
+            fired_at_unix_ns, attempt);
+}
+
 void StoreBatch::DeleteExpiration(uint64_t delivery_id) {
   rep_.push_back(static_cast<char>(Op::kDeleteExpiration));
   AppendVarint(&rep_, delivery_id);
   ++count_;
+}
+
+void StoreBatch::PutIncoming(uint64_t staging_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
+                             uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
+                             uint32_t attempt) {
+  PutRecord(Op::kPutIncoming, staging_id, key, deadline_unix_ns, ttl_ns, interval_ns, payload, fired_at_unix_ns,
+            attempt);
+}
+
+void StoreBatch::DeleteIncoming(uint64_t staging_id) {
+  rep_.push_back(static_cast<char>(Op::kDeleteIncoming));
+  AppendVarint(&rep_, staging_id);
+  ++count_;
+  needs_sync_ = true;  // Unlike an ack: a staged record that came back would be adopted a second time.
 }
 
 void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
@@ -95,6 +116,7 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
         e.key = r.Bytes();
         break;
       case Op::kPutExpiration:
+      case Op::kPutIncoming:
         e.delivery_id = r.Varint();
         e.key = r.Bytes();
         e.deadline_unix_ns = ZigZagDecode(r.Varint());
@@ -105,6 +127,7 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
         e.attempt = static_cast<uint32_t>(r.Varint());
         break;
       case Op::kDeleteExpiration:
+      case Op::kDeleteIncoming:
         e.delivery_id = r.Varint();
         break;
       default:

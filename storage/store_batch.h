@@ -14,7 +14,16 @@ namespace lawn {
 
 class StoreBatch {
  public:
-  enum class Op : uint8_t { kPutTimer = 1, kDeleteTimer = 2, kPutExpiration = 3, kDeleteExpiration = 4 };
+  enum class Op : uint8_t {
+    kPutTimer = 1,
+    kDeleteTimer = 2,
+    kPutExpiration = 3,
+    kDeleteExpiration = 4,
+    // The staging area of a cluster member (the `incoming` column family): expirations handed over by another
+    // member with their partition, kept until the partition is this member's. delivery_id is the staging id.
+    kPutIncoming = 5,
+    kDeleteIncoming = 6,
+  };
 
   // One decoded operation; views into the batch's buffer. Fields not used by `op` are zero/empty.
   struct Entry {
@@ -36,6 +45,9 @@ class StoreBatch {
                      uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
                      uint32_t attempt);
   void DeleteExpiration(uint64_t delivery_id);
+  void PutIncoming(uint64_t staging_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
+                   uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns, uint32_t attempt);
+  void DeleteIncoming(uint64_t staging_id);
 
   void Clear() {
     rep_.clear();
@@ -53,6 +65,8 @@ class StoreBatch {
   void ForEach(absl::FunctionRef<void(const Entry&)> visit) const;
 
  private:
+  void PutRecord(Op op, uint64_t id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
+                 uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns, uint32_t attempt);
   // Appends a varint length, then `s`.
   void PutBytes(std::string_view s);
 

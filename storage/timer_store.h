@@ -77,6 +77,14 @@ class TimerStore {
     return Recover(on_timer, on_expiration, [](const absl::Status&) { return false; });
   }
 
+  // Cluster members: calls `on_staged` for every record of the staging area (expirations another member
+  // handed over, kept until their partition is this member's; StoreBatch::PutIncoming), in staging-id order;
+  // the delivery_id of each is its staging id. Stores without a staging area have none.
+  virtual absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
+    (void)on_staged;
+    return absl::OkStatus();
+  }
+
   // A counter that grows by one on every call and survives restarts (used to make delivery ids unique
   // across restarts). Written synchronously.
   virtual absl::StatusOr<uint64_t> NextBootEpoch() = 0;

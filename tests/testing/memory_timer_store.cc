@@ -54,6 +54,15 @@ void MemoryTimerStore::Apply(const StoreBatch& batch, State& state) {
       case StoreBatch::Op::kDeleteExpiration:
         state.outbox.erase(e.delivery_id);
         break;
+      case StoreBatch::Op::kPutIncoming:
+        state.incoming.insert_or_assign(e.delivery_id, Expiration{std::string(e.key),
+                                                                  Timer{e.deadline_unix_ns, e.ttl_ns,
+                                                                        e.interval_ns, std::string(e.payload)},
+                                                                  e.fired_at_unix_ns, e.attempt});
+        break;
+      case StoreBatch::Op::kDeleteIncoming:
+        state.incoming.erase(e.delivery_id);
+        break;
     }
   });
 }
@@ -93,6 +102,17 @@ absl::Status MemoryTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&
   }
   for (const auto& [id, e] : live_.outbox) {
     on_expiration(StoredExpiration{
+        id,
+        StoredTimer{e.key, e.timer.deadline_unix_ns, e.timer.ttl_ns, e.timer.interval_ns, e.timer.payload},
+        e.fired_at_unix_ns, e.attempt});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MemoryTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
+  absl::ReaderMutexLock l(&mu_);
+  for (const auto& [id, e] : live_.incoming) {
+    on_staged(StoredExpiration{
         id,
         StoredTimer{e.key, e.timer.deadline_unix_ns, e.timer.ttl_ns, e.timer.interval_ns, e.timer.payload},
         e.fired_at_unix_ns, e.attempt});

@@ -51,6 +51,7 @@ class MemoryTimerStore final : public TimerStore {
   // TimerStore
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
   absl::Status Sync() override;
+  absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) override;
   using TimerStore::Recover;
   absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
@@ -73,6 +74,7 @@ class MemoryTimerStore final : public TimerStore {
   struct State {
     std::map<std::string, Timer, std::less<>> timers;
     std::map<uint64_t, Expiration> outbox;
+    std::map<uint64_t, Expiration> incoming;  // The staging area (StoreBatch::PutIncoming).
     uint64_t boot_epoch = 0;
   };
 

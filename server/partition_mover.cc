@@ -1,0 +1,292 @@
+// PartitionMover (server/partition_mover.h): the source's side of a hand-over, the leader's driving, and
+// what both sides share. The target's side is in partition_import.cc.
+#include "server/partition_mover.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lawn/v1/cluster.grpc.pb.h"
+#include "server/cluster_router.h"
+#include "server/handover_commands.h"
+#include "spdlog/spdlog.h"
+
+namespace lawn {
+
+namespace {
+
+// Timers per ImportPartitions chunk, and bytes (keys and payloads) after which a chunk is sent early: well
+// under the members' default 4 MiB message limit.
+constexpr size_t kChunkTimers = 8192;
+constexpr size_t kChunkBytes = 2 << 20;
+constexpr auto kCallTimeout = std::chrono::seconds(30);
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
+}
+
+void Fill(v1::HandedOverTimer* out, const std::string& key, const std::string& payload, int64_t deadline,
+          uint64_t ttl, uint64_t interval) {
+  out->set_key(key);
+  out->set_payload(payload);
+  out->set_deadline_unix_ns(deadline);
+  out->set_ttl_ns(ttl);
+  out->set_interval_ns(interval);
+}
+
+}  // namespace
+
+PartitionMover::PartitionMover(Runtime& runtime, PartitionGate& gate, ClusterNode& node, ClusterRouter& router)
+    : runtime_(runtime), gate_(gate), node_(node), router_(router) {}
+
+PartitionMover::~PartitionMover() { Stop(); }
+
+void PartitionMover::Stop() { stopping_.store(true, std::memory_order_release); }
+
+void PartitionMover::Unblock(const std::vector<uint32_t>& partitions) {
+  bool opened = false;
+  for (uint32_t p : partitions) opened |= gate_.Unblock(p);
+  if (opened) runtime_.ReleaseGated();
+}
+
+std::vector<std::vector<RecoveredTimer>> PartitionMover::Export(const std::vector<bool>& partitions) {
+  std::vector<std::vector<RecoveredTimer>> slots(runtime_.shard_count());
+  runtime_.RunOnEveryShard(
+      [&](uint32_t shard) { return std::make_unique<ExportCommand>(gate_, partitions, &slots[shard]); });
+  return slots;
+}
+
+std::vector<Delivery> PartitionMover::ExtractExpirations(const std::vector<bool>& partitions) {
+  std::vector<Delivery> out;
+  for (const std::shared_ptr<NamespaceState>& ns : runtime_.namespaces().All()) {
+    ns->outbox.Extract([&](std::string_view key) { return partitions[gate_.PartitionOfKey(key)]; }, &out);
+  }
+  return out;
+}
+
+absl::Status PartitionMover::DeleteExpirations(const std::vector<Delivery>& expirations) {
+  if (expirations.empty() || runtime_.store() == nullptr) return absl::OkStatus();
+  StoreBatch batch;
+  for (const Delivery& d : expirations) batch.DeleteExpiration(d.delivery_id);
+  // Synced: one that came back after a crash would be delivered by this member, which no longer owns it,
+  // as well as by the one that does.
+  return runtime_.store()->Write(batch, SyncMode::kSync);
+}
+
+void PartitionMover::SetDraining(std::string member, bool draining, std::function<void(absl::Status)> done) {
+  admin_.Post([this, member = std::move(member), draining, done = std::move(done)] {
+    absl::Status s = node_.SetDraining(member, draining);
+    if (s.ok()) spdlog::info("cluster: member {} {}", member, draining ? "is draining" : "is no longer draining");
+    done(s);
+  });
+}
+
+void PartitionMover::MoveOut(v1::MovePartitionsRequest request, MoveDone done) {
+  outgoing_.Post([this, request = std::move(request), done = std::move(done)] { done(RunMoveOut(request)); });
+}
+
+absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::MovePartitionsRequest& request) {
+  if (stopping_.load(std::memory_order_acquire)) return absl::UnavailableError("member is shutting down");
+  if (!settled_.load(std::memory_order_acquire)) return absl::UnavailableError("member is still settling");
+  const auto started = std::chrono::steady_clock::now();
+  const std::string& self = node_.options().member;
+  if (request.partitions_size() == 0 || request.partitions_size() != request.epochs_size() ||
+      static_cast<size_t>(request.partitions_size()) > kBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MovePartitions takes 1..", kBatch, " partitions, each with its epoch"));
+  }
+  std::vector<uint32_t> partitions(request.partitions().begin(), request.partitions().end());
+  std::vector<int64_t> epochs(request.epochs().begin(), request.epochs().end());
+  std::shared_ptr<const ClusterMap> map = node_.map();
+  const auto target = map->live.find(request.to_member());
+  if (request.to_member() == self || target == map->live.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot hand partitions to '", request.to_member(), "': not another live member"));
+  }
+  std::vector<bool> moving(gate_.partitions(), false);
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const uint32_t p = partitions[i];
+    if (p >= gate_.partitions() || moving[p]) return absl::InvalidArgumentError("partitions must be distinct and in range");
+    if (map->owners[p] != self || map->epochs[p] != epochs[i] || !gate_.Owned(p)) {
+      return absl::FailedPreconditionError(absl::StrCat("partition ", p, " is not member ", self,
+                                                        "'s at epoch ", epochs[i], " (the map moved on)"));
+    }
+    moving[p] = true;
+  }
+  // Freeze: from the round after this on, nothing writes or fires these partitions here.
+  for (uint32_t p : partitions) gate_.Block(p);
+  std::vector<std::vector<RecoveredTimer>> slots = Export(moving);
+  std::vector<Delivery> expirations = ExtractExpirations(moving);
+  auto put_back = [&] {
+    // Nothing left here: the expirations return to their outboxes (unreserved, like recovery's).
+    std::map<std::string, std::vector<Delivery>> by_namespace;
+    for (Delivery& d : expirations) by_namespace[std::string(Runtime::SplitKey(d.key).first)].push_back(std::move(d));
+    for (auto& [name, deliveries] : by_namespace) {
+      absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
+      if (ns.ok()) (*ns)->outbox.Publish(std::move(deliveries), false);
+    }
+    Unblock(partitions);
+  };
+
+  // Stream to the target.
+  auto stub = v1::ClusterService::NewStub(router_.Channel(target->second));
+  const std::string move_id = absl::StrCat(self, "-", std::chrono::system_clock::now().time_since_epoch().count());
+  uint64_t timers = 0;
+  v1::ImportPartitionsRequest chunk;
+  size_t chunk_bytes = 0;
+  auto send = [&](bool last, bool abort) -> absl::Status {
+    chunk.set_move_id(move_id);
+    chunk.set_from_member(self);
+    chunk.set_last(last);
+    chunk.set_abort(abort);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    v1::ImportPartitionsResponse response;
+    absl::Status s = FromGrpc(stub->ImportPartitions(&context, chunk, &response),
+                              absl::StrCat("import at ", request.to_member()));
+    chunk.Clear();
+    chunk_bytes = 0;
+    return s;
+  };
+  absl::Status streamed = absl::OkStatus();
+  for (uint32_t p : partitions) chunk.add_partitions(p);
+  for (const std::vector<RecoveredTimer>& slot : slots) {
+    for (const RecoveredTimer& t : slot) {
+      Fill(chunk.add_timers(), t.key, t.payload, t.deadline_unix_ns, t.ttl_ns, t.interval_ns);
+      chunk_bytes += t.key.size() + t.payload.size();
+      ++timers;
+      if (chunk.timers_size() >= static_cast<int>(kChunkTimers) || chunk_bytes >= kChunkBytes) {
+        streamed = send(false, false);
+        if (!streamed.ok()) break;
+      }
+    }
+    if (!streamed.ok()) break;
+  }
+  if (streamed.ok()) {
+    for (const Delivery& d : expirations) {
+      v1::HandedOverTimer* e = chunk.add_expirations();
+      Fill(e, d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns);
+      e->set_fired_at_unix_ns(d.fired_at_unix_ns);
+      e->set_attempt(d.attempt);
+      chunk_bytes += d.key.size() + d.payload.size();
+      if (chunk.expirations_size() >= static_cast<int>(kChunkTimers) || chunk_bytes >= kChunkBytes) {
+        streamed = send(false, false);
+        if (!streamed.ok()) break;
+      }
+    }
+  }
+  if (streamed.ok()) streamed = send(true, false);
+  if (!streamed.ok()) {
+    send(false, true).IgnoreError();  // Best effort: the target also drops it when it restarts.
+    put_back();
+    return streamed;
+  }
+
+  // Flip. An etcd error leaves the outcome unknown: read the owners back until they say which.
+  absl::StatusOr<bool> flipped = node_.Transfer(partitions, epochs, request.to_member());
+  for (int attempt = 0; !flipped.ok() && attempt < 20 && !stopping_.load(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (node_.RefreshNow(std::chrono::seconds(2))) {
+      map = node_.map();
+      if (map->owners[partitions[0]] == request.to_member()) flipped = true;
+      if (map->owners[partitions[0]] == self && map->epochs[partitions[0]] == epochs[0]) {
+        flipped = node_.Transfer(partitions, epochs, request.to_member());
+      } else if (map->owners[partitions[0]] != request.to_member()) {
+        flipped = false;
+      }
+    }
+  }
+  if (!flipped.ok() || !*flipped) {
+    const absl::Status why = flipped.ok() ? absl::AbortedError("an owner key changed during the hand-over")
+                                          : flipped.status();
+    if (!flipped.ok()) {
+      // Unknown outcome even now: keep the partitions blocked (frozen, not lost) rather than risk two owners.
+      spdlog::critical("hand-over {}: the ownership flip's outcome is unknown ({}); partitions stay frozen here",
+                       move_id, why.ToString());
+      return why;
+    }
+    send(false, true).IgnoreError();
+    put_back();
+    return why;
+  }
+
+  // The target owns them now: it takes over (it also would on its own, from the map).
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    v1::ActivatePartitionsRequest activate;
+    activate.set_move_id(move_id);
+    v1::ActivatePartitionsResponse response;
+    const grpc::Status s = stub->ActivatePartitions(&context, activate, &response);
+    if (!s.ok()) {
+      spdlog::warn("hand-over {}: {} did not confirm the take-over ({}); it takes over when it reads the map",
+                   move_id, request.to_member(), s.error_message());
+    }
+  }
+  // Delete the copy here.
+  std::vector<absl::Status> dropped(slots.size());
+  runtime_.RunOnEveryShard(
+      [&](uint32_t shard) { return std::make_unique<DropTimersCommand>(slots[shard], &dropped[shard]); });
+  for (const absl::Status& s : dropped) {
+    if (!s.ok()) spdlog::error("hand-over {}: deleting the moved timers here failed: {}", move_id, s.ToString());
+  }
+  if (absl::Status s = DeleteExpirations(expirations); !s.ok()) {
+    spdlog::error("hand-over {}: deleting the moved expirations here failed: {}", move_id, s.ToString());
+  }
+  // The partitions stay closed here whatever happens next: the map says they are the target's before the
+  // blocks go.
+  node_.RefreshNow(std::chrono::seconds(5));
+  for (uint32_t p : partitions) gate_.Unblock(p);
+  v1::MovePartitionsResponse response;
+  response.set_timers(timers);
+  response.set_expirations(expirations.size());
+  response.set_frozen_ns(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+  spdlog::info("hand-over {}: {} partitions to {}: {} timers and {} expirations in {:.3f} s", move_id,
+               partitions.size(), request.to_member(), timers, expirations.size(), response.frozen_ns() * 1e-9);
+  return response;
+}
+
+void PartitionMover::Drive(const Assignment& target, std::shared_ptr<const ClusterMap> map) {
+  if (stopping_.load(std::memory_order_acquire)) return;
+  if (leading_move_.exchange(true, std::memory_order_acq_rel)) return;  // One hand-over at a time.
+  // The first (from, to) pair with a live source, and up to kBatch of its partitions.
+  std::vector<Move> batch;
+  for (const Move& m : target.moves) {
+    if (m.from.empty() || map->live.count(m.from) == 0 || map->live.count(m.to) == 0) continue;
+    if (!batch.empty() && (m.from != batch.front().from || m.to != batch.front().to)) continue;
+    batch.push_back(m);
+    if (batch.size() == kBatch) break;
+  }
+  if (batch.empty()) {
+    leading_move_.store(false, std::memory_order_release);
+    return;
+  }
+  leading_.Post([this, batch = std::move(batch), map = std::move(map)] { LeadOne(batch, map); });
+}
+
+void PartitionMover::LeadOne(std::vector<Move> moves, std::shared_ptr<const ClusterMap> map) {
+  v1::MovePartitionsRequest request;
+  request.set_to_member(moves.front().to);
+  for (const Move& m : moves) {
+    request.add_partitions(m.partition);
+    request.add_epochs(map->epochs[m.partition]);
+  }
+  const std::string& from = moves.front().from;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  v1::MovePartitionsResponse response;
+  auto stub = v1::ClusterService::NewStub(router_.Channel(map->live.at(from)));
+  const grpc::Status s = stub->MovePartitions(&context, request, &response);
+  if (!s.ok()) {
+    spdlog::warn("leader: moving {} partitions from {} to {} failed: {}; retrying with the next map", moves.size(),
+                 from, moves.front().to, s.error_message());
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  // The next map (a pass from now) shows the flip and plans the next batch.
+  node_.RefreshNow(std::chrono::seconds(5));
+  leading_move_.store(false, std::memory_order_release);
+}
+
+}  // namespace lawn
