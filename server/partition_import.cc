@@ -1,4 +1,5 @@
 // PartitionMover (server/partition_mover.h): the target's side of a hand-over, and the start-up Settle.
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,38 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
   if (store == nullptr) return absl::FailedPreconditionError("a member without a store cannot take partitions");
   Incoming* in = nullptr;
   std::vector<uint32_t> unblock;
+  if (!request.abort() && request.partitions_size() > 0) {
+    for (uint32_t p : request.partitions()) {
+      if (p >= gate_.partitions()) return absl::InvalidArgumentError(absl::StrCat("partition ", p, " out of range"));
+      if (gate_.Owned(p)) {
+        return absl::FailedPreconditionError(absl::StrCat("partition ", p, " is already this member's"));
+      }
+    }
+    // A new hand-over of partitions that an earlier one was bringing (its source died before its flip and the
+    // leader tried again): what the old one left is dropped first, or its expirations would arrive twice
+    // and its blocks would never go.
+    std::vector<std::string> superseded;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [id, old] : incoming_) {
+        // Complete ones too: had its flip happened, this member would own the partitions and this call would
+        // have been refused above.
+        if (id == request.move_id()) continue;
+        for (uint32_t p : old.partitions) {
+          if (std::find(request.partitions().begin(), request.partitions().end(), p) != request.partitions().end()) {
+            superseded.push_back(id);
+            break;
+          }
+        }
+      }
+    }
+    for (const std::string& id : superseded) {
+      v1::ImportPartitionsRequest abort;
+      abort.set_move_id(id);
+      abort.set_abort(true);
+      if (absl::Status s = RunImport(abort); !s.ok()) return s;
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
     auto it = incoming_.find(request.move_id());
@@ -34,12 +67,6 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
       if (request.abort()) return absl::OkStatus();
       if (request.partitions_size() == 0) {
         return absl::FailedPreconditionError(absl::StrCat("hand-over ", request.move_id(), " is not known here"));
-      }
-      for (uint32_t p : request.partitions()) {
-        if (p >= gate_.partitions()) return absl::InvalidArgumentError(absl::StrCat("partition ", p, " out of range"));
-        if (gate_.Owned(p)) {
-          return absl::FailedPreconditionError(absl::StrCat("partition ", p, " is already this member's"));
-        }
       }
       it = incoming_.emplace(request.move_id(), Incoming{}).first;
       it->second.from = request.from_member();
@@ -58,7 +85,7 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
     for (const RecoveredTimer& t : in->timers) batch.DeleteTimer(t.key);
     for (const Delivery& d : in->staged) batch.DeleteIncoming(d.delivery_id);
     absl::Status s = batch.empty() ? absl::OkStatus() : store->Write(batch, SyncMode::kSync);
-    spdlog::info("hand-over {} from {} aborted: dropped {} timers and {} expirations that had arrived",
+    spdlog::info("hand-over {} from {} ended unfinished: dropped {} timers and {} expirations that had arrived",
                  request.move_id(), in->from, in->timers.size(), in->staged.size());
     {
       absl::MutexLock lock(&mu_);
