@@ -167,7 +167,12 @@ constexpr FlagSpec kFlags[] = {
        if (s.ok() && a.count == 0) return absl::InvalidArgumentError("must be at least 1");
        return s;
      }},
-    {"for", "", "DUR", Bit(CliCommand::kSubscribe),
+    {"cancel", "", "", Bit(CliCommand::kCluster),
+     [](std::string_view, CliArgs& a) {
+       a.cancel = true;
+       return absl::OkStatus();
+     }},
+    {"for", "", "DUR", Bit(CliCommand::kSubscribe) | Bit(CliCommand::kCluster),
      [](std::string_view v, CliArgs& a) { return SetDuration(v, a.for_duration); }},
     {"service", "", "NAME", Bit(CliCommand::kHealth),
      [](std::string_view v, CliArgs& a) {
@@ -298,9 +303,16 @@ absl::StatusOr<CliArgs> ParseCliArgs(const std::vector<std::string>& args, std::
   }
 
   if (out.command == CliCommand::kCluster) {
-    // `cluster status` or `cluster map`: the subcommand rides in `id`.
-    if (positionals.size() != 1 || (positionals[0] != "status" && positionals[0] != "map")) {
-      return UsageError("'cluster' takes one subcommand: status or map");
+    // `cluster status`, `cluster map` or `cluster drain <member>`: the subcommand rides in `id`.
+    if (!positionals.empty() && positionals[0] == "drain") {
+      if (positionals.size() != 2) return UsageError("'cluster drain' takes one <member>");
+      out.member = positionals[1];
+      positionals.pop_back();
+    } else if (positionals.size() != 1 || (positionals[0] != "status" && positionals[0] != "map")) {
+      return UsageError("'cluster' takes one subcommand: status, map or drain <member>");
+    }
+    if ((out.cancel || out.for_duration.has_value()) && out.member.empty()) {
+      return UsageError("--cancel and --for go with 'cluster drain <member>'");
     }
   }
   if (command->takes_id) {
@@ -355,7 +367,12 @@ Commands:
       the previous tick. Needs the admin permission.
   cluster status|map
       Cluster mode: `status` prints the members (address, live, partitions owned) and the leader as the
-      member at --addr sees them; `map` prints which member owns each range of partitions, with epochs.
+      member at --addr sees them; `map` prints which member owns each range of partitions.
+  cluster drain <member> [--for DUR] [--cancel]
+      Cluster mode: move every partition of <member> to the other live members (before stopping it for
+      good), printing the partitions it still owns as they go, until it owns none (exit 0) or --for has
+      elapsed (default 10m; exit 5). A restart of the member ends the drain; --cancel ends it at once.
+      Needs the admin permission.
 
 Global flags (before or after the command):
   --addr HOST:PORT   lawnd's address (default: $LAWN_ADDR, else 127.0.0.1:7070)

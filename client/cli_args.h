@@ -71,6 +71,8 @@ struct CliArgs {
   uint64_t count = 0;                                // subscribe --count: stop after this many; 0 = no limit.
   std::optional<std::chrono::nanoseconds> for_duration;  // subscribe --for: stop after this long.
   std::string service;                                   // health --service; "" = the whole server.
+  std::string member;                                    // cluster drain <member>.
+  bool cancel = false;                                   // cluster drain --cancel.
 };
 
 // Parses lawnctl's arguments (argv without argv[0]). `default_addr` is used when there is no --addr (main

@@ -306,6 +306,19 @@ absl::StatusOr<v1::GetClusterMapResponse> LawnClient::GetClusterMap() {
   return response;
 }
 
+absl::StatusOr<uint32_t> LawnClient::DrainMember(const std::string& member, bool cancel) {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::DrainMemberRequest request;
+  request.set_member(member);
+  request.set_cancel(cancel);
+  v1::DrainMemberResponse response;
+  if (grpc::Status s = v1::ClusterService::NewStub(channel_)->DrainMember(&context, request, &response); !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  return response.partitions_owned();
+}
+
 absl::StatusOr<std::string> LawnClient::CreateCheckpoint(const std::string& name) {
   grpc::ClientContext context;
   PrepareContext(context);

@@ -126,6 +126,9 @@ class LawnClient {
   // lawn.v1.ClusterService.GetClusterMap: the members and partition owners as the member called sees them.
   // FAILED_PRECONDITION from a lawnd that runs alone.
   absl::StatusOr<v1::GetClusterMapResponse> GetClusterMap();
+  // lawn.v1.ClusterService.DrainMember: marks `member` as draining (or not, with `cancel`); returns the
+  // partitions it owns now.
+  absl::StatusOr<uint32_t> DrainMember(const std::string& member, bool cancel);
   // lawn.v1.AdminService.CreateCheckpoint: returns the checkpoint's path on lawnd's file system.
   absl::StatusOr<std::string> CreateCheckpoint(const std::string& name);
   // lawn.v1.AdminService.SetTick: changes the firing resolution of the running lawnd (1us..1s); returns the

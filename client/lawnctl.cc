@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -106,8 +107,41 @@ int Stats(const CliArgs& args, LawnClient& client) {
   return Print(args, *stats, StatsText(*stats));
 }
 
+// `cluster drain <member>`: marks it draining, then follows the map until it owns nothing.
+int ClusterDrain(const CliArgs& args, LawnClient& client) {
+  absl::StatusOr<uint32_t> owned = client.DrainMember(args.member, args.cancel);
+  if (!owned.ok()) return Fail(owned.status());
+  if (args.cancel) {
+    PrintLine(args.member + " is no longer draining; it owns " + std::to_string(*owned) + " partitions");
+    return kExitOk;
+  }
+  const auto until = std::chrono::steady_clock::now() + args.for_duration.value_or(std::chrono::minutes(10));
+  int64_t last = -1;
+  while (true) {
+    absl::StatusOr<v1::GetClusterMapResponse> map = client.GetClusterMap();
+    if (!map.ok()) return Fail(map.status());
+    uint32_t left = 0;
+    for (const v1::PartitionOwner& owner : map->owners()) left += owner.member() == args.member ? 1 : 0;
+    if (static_cast<int64_t>(left) != last) {
+      PrintLine(args.member + ": " + std::to_string(left) + " partitions left");
+      last = left;
+    }
+    if (left == 0) {
+      PrintLine(args.member + " is drained: it owns no partition and may be stopped");
+      return kExitOk;
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      std::fprintf(stderr, "lawnctl: DEADLINE_EXCEEDED: %s still owns %u partitions (the drain goes on)\n",
+                   args.member.c_str(), left);
+      return kExitUnavailable;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
 // `cluster status` and `cluster map`: the cluster as the member at --addr sees it.
 int Cluster(const CliArgs& args, LawnClient& client) {
+  if (!args.member.empty()) return ClusterDrain(args, client);
   if (args.id != "status" && args.id != "map") {
     std::fprintf(stderr, "lawnctl: cluster: unknown subcommand '%s'; use status or map\n", args.id.c_str());
     return kExitUsage;

@@ -310,19 +310,39 @@ TEST(UsageTextTest, DocumentsCommandsAndExitCodes) {
 namespace lawn {
 namespace {
 
-TEST(ParseCliArgsClusterTest, ClusterTakesStatusOrMap) {
+TEST(ParseCliArgsClusterTest, ClusterTakesStatusMapOrDrainOfAMember) {
   absl::StatusOr<CliArgs> status = ParseCliArgs({"cluster", "status"}, "127.0.0.1:7070");
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->command, CliCommand::kCluster);
   EXPECT_EQ(status->id, "status");
+  EXPECT_TRUE(status->member.empty());
   EXPECT_TRUE(ParseCliArgs({"cluster", "map", "--json"}, "127.0.0.1:7070").ok());
+  absl::StatusOr<CliArgs> drain = ParseCliArgs({"cluster", "drain", "lawn-3", "--for", "90s"}, "127.0.0.1:7070");
+  ASSERT_TRUE(drain.ok()) << drain.status();
+  EXPECT_EQ(drain->id, "drain");
+  EXPECT_EQ(drain->member, "lawn-3");
+  EXPECT_EQ(drain->for_duration, std::chrono::seconds(90));
+  EXPECT_FALSE(drain->cancel);
+  absl::StatusOr<CliArgs> cancel = ParseCliArgs({"cluster", "drain", "--cancel", "lawn-3"}, "127.0.0.1:7070");
+  ASSERT_TRUE(cancel.ok()) << cancel.status();
+  EXPECT_TRUE(cancel->cancel);
   for (const std::vector<std::string>& bad : {std::vector<std::string>{"cluster"},
-                                              std::vector<std::string>{"cluster", "drain"},
+                                              std::vector<std::string>{"cluster", "move"},
                                               std::vector<std::string>{"cluster", "map", "extra"}}) {
     absl::StatusOr<CliArgs> parsed = ParseCliArgs(bad, "127.0.0.1:7070");
     ASSERT_FALSE(parsed.ok());
-    EXPECT_NE(parsed.status().message().find("status or map"), std::string::npos) << parsed.status();
+    EXPECT_NE(parsed.status().message().find("status, map or drain <member>"), std::string::npos)
+        << parsed.status();
   }
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"cluster", "drain"},
+                                              std::vector<std::string>{"cluster", "drain", "a", "b"}}) {
+    absl::StatusOr<CliArgs> parsed = ParseCliArgs(bad, "127.0.0.1:7070");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.status().message().find("one <member>"), std::string::npos) << parsed.status();
+  }
+  absl::StatusOr<CliArgs> stray = ParseCliArgs({"cluster", "status", "--cancel"}, "127.0.0.1:7070");
+  ASSERT_FALSE(stray.ok());
+  EXPECT_NE(stray.status().message().find("go with 'cluster drain <member>'"), std::string::npos) << stray.status();
 }
 
 }  // namespace

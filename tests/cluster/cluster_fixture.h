@@ -3,7 +3,10 @@
 // cluster_moves_test.cc.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,5 +126,20 @@ inline uint64_t LocalPendingOn(LawndProcess& member) {
   }
   return 0;
 }
+
+#ifdef LAWNCTL_PATH
+// Runs lawnctl with `args`; returns its exit status and fills `out` with what it printed on stdout.
+inline int Lawnctl(const std::string& args, std::string* out) {
+  const std::string command = std::string(LAWNCTL_PATH) + " " + args + " 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out->append(buf, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+#endif
 
 }  // namespace lawn::cluster_testing

@@ -513,19 +513,6 @@ TEST(LawndClusterTest, TlsWithoutTheClusterCaIsRefusedAtStart) {
   EXPECT_NE(member.Log().find("cluster.tls_ca_file"), std::string::npos) << member.Log();
 }
 
-// Runs lawnctl with `args`; returns its exit status and fills `out` with what it printed on stdout.
-int Lawnctl(const std::string& args, std::string* out) {
-  const std::string command = std::string(LAWNCTL_PATH) + " " + args + " 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out->append(buf, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST(LawndClusterTest, LawnctlClusterStatusAndMapShowTheMembersAndTheOwnerOfEveryPartition) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 2);
