@@ -109,7 +109,9 @@ Placement ClusterNode::Place(uint32_t partition) const {
 bool ClusterNode::SleepFor(std::chrono::milliseconds duration) {
   std::unique_lock<std::mutex> lock(sleep_mu_);
   wake_.wait_for(lock, duration, [this] { return stopping_ || refresh_asked_; });
+  // The pass about to start reads etcd after every RefreshNow so far.
   refresh_asked_ = false;
+  current_pass_ = ++passes_started_;
   return !stopping_;
 }
 
@@ -126,12 +128,11 @@ void ClusterNode::SetMoveDriver(
 
 bool ClusterNode::RefreshNow(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(sleep_mu_);
-  // A pass that is running now may have read etcd before this call: wait for the one after it.
-  const uint64_t wanted = published_generation_ + 2;
+  // A pass that is running now may have read etcd before this call: wait for one that starts after it.
+  const uint64_t wanted = passes_started_ + 1;
   refresh_asked_ = true;
   wake_.notify_all();
-  return published_.wait_for(lock, timeout, [&] { return stopping_ || published_generation_ >= wanted; }) &&
-         !stopping_;
+  return published_.wait_for(lock, timeout, [&] { return stopping_ || published_pass_ >= wanted; }) && !stopping_;
 }
 
 absl::StatusOr<bool> ClusterNode::Transfer(const std::vector<uint32_t>& partitions,
@@ -266,7 +267,7 @@ absl::Status ClusterNode::Refresh() {
   if (listener) listener(*published);
   {
     std::lock_guard<std::mutex> lock(sleep_mu_);
-    published_generation_ = published->generation;
+    published_pass_ = current_pass_;
   }
   published_.notify_all();
   if (*leading && driver) {

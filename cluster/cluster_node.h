@@ -152,7 +152,9 @@ class ClusterNode {
   uint64_t generation_ = 0;  // Refresh thread only.
   bool refresh_asked_ = false;  // Guarded by sleep_mu_: RefreshNow wants a pass at once.
   std::condition_variable published_;  // With sleep_mu_: a map was published.
-  uint64_t published_generation_ = 0;  // Guarded by sleep_mu_.
+  uint64_t passes_started_ = 0;        // Guarded by sleep_mu_: refresh passes begun.
+  uint64_t current_pass_ = 0;          // Guarded by sleep_mu_: the pass running (or last run).
+  uint64_t published_pass_ = 0;        // Guarded by sleep_mu_: the pass whose map was published last.
 
   std::thread thread_;
   std::once_flag leave_once_;

@@ -92,6 +92,7 @@ constexpr Field kFields[] = {
     {"cluster.expect_members", FieldKind::kCount, &Options::cluster_expect_members, 1, 1'000},
     {"cluster.tls_ca_file", FieldKind::kPathOrEmpty, &Options::cluster_tls_ca_file},
     {"cluster.tls_server_name", FieldKind::kPathOrEmpty, &Options::cluster_tls_server_name},
+    {"cluster.token_file", FieldKind::kPathOrEmpty, &Options::cluster_token_file},
 };
 
 std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }

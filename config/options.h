@@ -224,6 +224,12 @@ struct Options {
   // Default "".
   std::string cluster_tls_server_name;
 
+  // With authentication on (auth.tokens_file): a file holding the bearer token members present to each other
+  // for partition hand-overs (it needs the admin permission in the tokens file). Read at each hand-over, so
+  // it can be rotated. "" = members call each other without a token (hand-overs are refused when auth is on).
+  // Default "".
+  std::string cluster_token_file;
+
   // Start rate limits per namespace (config section `rate_limits:`, a list). Empty = no limit. Not a field
   // of the key table (a list): the YAML loader parses it on its own.
   std::vector<RateLimit> rate_limits;

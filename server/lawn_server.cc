@@ -289,6 +289,10 @@ absl::Status LawnServer::JoinCluster() {
     if (!read.ok()) return read;
     credentials = grpc::SslCredentials(ssl);
   }
+  if (auth_->enabled() && options_.cluster_token_file.empty()) {
+    spdlog::warn("cluster: auth is on and cluster.token_file is not set: members cannot authenticate their "
+                 "partition hand-overs to each other, so members that join or are drained get UNAUTHENTICATED");
+  }
   cluster_ = std::move(*node);
   router_ = std::make_unique<ClusterRouter>(*cluster_, std::move(credentials), options_.cluster_tls_server_name);
   cluster_view_.store(cluster_.get(), std::memory_order_release);

@@ -3,9 +3,12 @@
 #include "server/partition_mover.h"
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lawn/v1/cluster.grpc.pb.h"
 #include "server/cluster_router.h"
 #include "server/handover_commands.h"
@@ -36,6 +39,19 @@ void Fill(v1::HandedOverTimer* out, const std::string& key, const std::string& p
 }
 
 }  // namespace
+
+void PartitionMover::Authorize(grpc::ClientContext& context) const {
+  const std::string& file = runtime_.options().cluster_token_file;
+  if (file.empty()) return;
+  std::ifstream in(file);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (!in || token.empty()) {
+    spdlog::error("cluster.token_file {} cannot be read or is empty: this hand-over call goes without a token", file);
+    return;
+  }
+  context.AddMetadata("authorization", "Bearer " + token);
+}
 
 PartitionMover::PartitionMover(Runtime& runtime, PartitionGate& gate, ClusterNode& node, ClusterRouter& router)
     : runtime_(runtime), gate_(gate), node_(node), router_(router) {}
@@ -114,10 +130,14 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     }
     moving[p] = true;
   }
+  // Where the time goes, for the log line: export, stream, flip, take-over, delete.
+  std::vector<std::pair<const char*, std::chrono::steady_clock::time_point>> steps;
+  auto step = [&](const char* name) { steps.emplace_back(name, std::chrono::steady_clock::now()); };
   // Freeze: from the round after this on, nothing writes or fires these partitions here.
   for (uint32_t p : partitions) gate_.Block(p);
   std::vector<std::vector<RecoveredTimer>> slots = Export(moving);
   std::vector<Delivery> expirations = ExtractExpirations(moving);
+  step("export");
   auto put_back = [&] {
     // Nothing left here: the expirations return to their outboxes (unreserved, like recovery's).
     std::map<std::string, std::vector<Delivery>> by_namespace;
@@ -142,6 +162,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     chunk.set_abort(abort);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    Authorize(context);
     v1::ImportPartitionsResponse response;
     absl::Status s = FromGrpc(stub->ImportPartitions(&context, chunk, &response),
                               absl::StrCat("import at ", request.to_member()));
@@ -177,6 +198,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     }
   }
   if (streamed.ok()) streamed = send(true, false);
+  step("stream");
   if (!streamed.ok()) {
     send(false, true).IgnoreError();  // Best effort: the target also drops it when it restarts.
     put_back();
@@ -211,10 +233,12 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     return why;
   }
 
+  step("flip");
   // The target owns them now: it takes over (it also would on its own, from the map).
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    Authorize(context);
     v1::ActivatePartitionsRequest activate;
     activate.set_move_id(move_id);
     v1::ActivatePartitionsResponse response;
@@ -224,6 +248,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
                    move_id, request.to_member(), s.error_message());
     }
   }
+  step("take-over");
   // Delete the copy here.
   std::vector<absl::Status> dropped(slots.size());
   runtime_.RunOnEveryShard(
@@ -236,15 +261,25 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
   }
   // The partitions stay closed here whatever happens next: the map says they are the target's before the
   // blocks go.
+  step("delete");
   node_.RefreshNow(std::chrono::seconds(5));
   for (uint32_t p : partitions) gate_.Unblock(p);
+  step("map");
   v1::MovePartitionsResponse response;
   response.set_timers(timers);
   response.set_expirations(expirations.size());
   response.set_frozen_ns(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
-  spdlog::info("hand-over {}: {} partitions to {}: {} timers and {} expirations in {:.3f} s", move_id,
-               partitions.size(), request.to_member(), timers, expirations.size(), response.frozen_ns() * 1e-9);
+  std::string breakdown;
+  auto last = started;
+  for (const auto& [name, at] : steps) {
+    absl::StrAppend(&breakdown, breakdown.empty() ? "" : ", ", name, " ",
+                    absl::StrFormat("%.3f", std::chrono::duration<double>(at - last).count()));
+    last = at;
+  }
+  spdlog::info("hand-over {}: {} partitions to {}: {} timers and {} expirations in {:.3f} s ({})", move_id,
+               partitions.size(), request.to_member(), timers, expirations.size(), response.frozen_ns() * 1e-9,
+               breakdown);
   return response;
 }
 
@@ -276,6 +311,7 @@ void PartitionMover::LeadOne(std::vector<Move> moves, std::shared_ptr<const Clus
   const std::string& from = moves.front().from;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  Authorize(context);
   v1::MovePartitionsResponse response;
   auto stub = v1::ClusterService::NewStub(router_.Channel(map->live.at(from)));
   const grpc::Status s = stub->MovePartitions(&context, request, &response);
@@ -284,9 +320,9 @@ void PartitionMover::LeadOne(std::vector<Move> moves, std::shared_ptr<const Clus
                  from, moves.front().to, s.error_message());
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  // The next map (a pass from now) shows the flip and plans the next batch.
-  node_.RefreshNow(std::chrono::seconds(5));
+  // A pass now reads the map with the flip and plans the next batch (Drive, from that pass).
   leading_move_.store(false, std::memory_order_release);
+  node_.RefreshNow(std::chrono::seconds(5));
 }
 
 }  // namespace lawn

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster_node.h"
+#include "grpcpp/grpcpp.h"
 #include "lawn/v1/cluster.pb.h"
 #include "server/delivery.h"
 #include "server/partition_gate.h"
@@ -85,6 +86,8 @@ class PartitionMover {
     bool complete = false;               // The last chunk arrived.
   };
 
+  // Adds the members' token (cluster.token_file) to a call to another member, if one is configured.
+  void Authorize(grpc::ClientContext& context) const;
   absl::StatusOr<v1::MovePartitionsResponse> RunMoveOut(const v1::MovePartitionsRequest& request);
   absl::Status RunImport(const v1::ImportPartitionsRequest& request);
   absl::Status RunActivate(const std::string& move_id);

@@ -351,6 +351,24 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   rep->meta = rep->handles[3];
   if (options.staging || has_incoming) rep->incoming = rep->handles[4];
   LAWN_RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
+  if (options.staging && !has_incoming && !new_db) {
+    // A cluster member's store has its staging area from its first start. One without it that holds timers
+    // or expirations was a single lawnd's: as a member it would keep only the partitions the cluster gives
+    // it (the start-up settle deletes the rest), so it is refused, untouched.
+    std::unique_ptr<rocksdb::Iterator> timers(rep->db->NewIterator(rocksdb::ReadOptions(), rep->timers));
+    std::unique_ptr<rocksdb::Iterator> outbox(rep->db->NewIterator(rocksdb::ReadOptions(), rep->outbox));
+    timers->SeekToFirst();
+    outbox->SeekToFirst();
+    if (timers->Valid() || outbox->Valid()) {
+      timers.reset();
+      outbox.reset();
+      rep->db->DropColumnFamily(rep->incoming).PermitUncheckedError();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "data dir ", options.path, " holds the timers of a lawnd that ran alone; a cluster member must start on "
+          "an empty data dir (the cluster would keep only the partitions it gives this member). Start this "
+          "lawnd without its cluster section, or move its timers with a client"));
+    }
+  }
   return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
 }
 

@@ -30,47 +30,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { local t=0; for pid in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$t"; }
-
-ETCD_PORT=$(free_port)
-ETCD_PEER=$(free_port)
-etcd --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
-  --initial-cluster "default=http://127.0.0.1:$ETCD_PEER" --unsafe-no-fsync >"$TMP/etcd.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do etcdctl --endpoints "127.0.0.1:$ETCD_PORT" endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
-
-# start_lawnd NAME [flags...]: prints "PID PORT".
-start_lawnd() {
-  local name=$1; shift
-  local dir=$TMP/$name-$RANDOM
-  mkdir -p "$dir"
-  "$LAWND" --listen 127.0.0.1:0 --data-dir "$dir/data" --metrics-listen "" --shards 1 --durability interval \
-    --log-level info "$@" >"$dir/log" 2>&1 &
-  local pid=$!
-  PIDS+=($pid)
-  local port=""
-  for _ in $(seq 300); do
-    port=$(sed -n 's/.*lawnd listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/log" | head -1)
-    [[ -n $port ]] && grep -q 'recovery done' "$dir/log" && break
-    sleep 0.1
-  done
-  echo "$pid $port"
-}
+source "$REPO/bench/scripts/cluster_common.sh"
+start_etcd
 
 # run CONFIG: starts its lawnd, runs both shapes, stops them.
 run() {
   local config=$1 pids=() ports=() port="" cluster="c$RANDOM"
   case $config in
-    alone) read -r pid port < <(start_lawnd alone); pids=("$pid") ;;
+    alone) read -r pid port _ < <(start_lawnd alone --shards 1 --durability interval); pids=("$pid") ;;
     cluster1|cluster3)
       local n=${config#cluster}
       printf 'cluster:\n  name: %s\n  partitions: 1024\n  lease_ttl: 10s\n  expect_members: %s\n' "$cluster" "$n" >"$TMP/$cluster.yaml"
       for i in $(seq 0 $((n - 1))); do
-        read -r pid p < <(start_lawnd "m$i" --config "$TMP/$cluster.yaml" --cluster-etcd-endpoints "127.0.0.1:$ETCD_PORT" \
-          --cluster-member "m$i" --cluster-advertise 127.0.0.1:0)
+        read -r pid p _ < <(start_lawnd "m$i" --shards 1 --durability interval --config "$TMP/$cluster.yaml" \
+          --cluster-etcd-endpoints "127.0.0.1:$ETCD_PORT" --cluster-member "m$i" --cluster-advertise 127.0.0.1:0)
         pids+=("$pid")
         ports+=("$p")
       done

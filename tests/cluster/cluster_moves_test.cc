@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "lawn/v1/cluster.grpc.pb.h"
 #include "tests/cluster/cluster_fixture.h"
+#include "tests/security/security_fixture.h"
 
 namespace lawn {
 namespace {
@@ -243,6 +244,56 @@ TEST(ClusterMovesTest, TwoMembersDrainedWhileTimersFireHandEverythingOverBeforeT
   }));
   EXPECT_LE(scenario.duplicates(), 4 * kInFlight);
   EXPECT_LT(scenario.longest_refused_ms(), 30'000);
+}
+
+// With authentication on, members authenticate their hand-overs with cluster.token_file (a token with the
+// admin permission); an operator's admin token drains a member; a token without admin may not.
+TEST(ClusterMovesTest, WithTokensMembersHandOverWithTheirOwnTokenAndOnlyAdminsDrain) {
+  EtcdProcess etcd;
+  TempDir secrets;
+  const std::string member_token = "member-secret-token-0123456789";
+  const std::string admin_token = "operator-secret-token-0123456789";
+  const std::string app_token = "app-secret-token-0123456789";
+  testing::WriteFile(secrets.path() + "/member-token", member_token + "\n");
+  const std::string tokens = testing::WriteFile(
+      secrets.path() + "/tokens.yaml",
+      "tokens:\n"
+      "  - name: lawn-members\n    sha256: " + testing::Sha256Hex(member_token) +
+      "\n    grants: [{namespaces: ['*'], permissions: [admin]}]\n"
+      "  - name: operator\n    sha256: " + testing::Sha256Hex(admin_token) +
+      "\n    grants: [{namespaces: ['*'], permissions: [admin, read, start]}]\n"
+      "  - name: app\n    sha256: " + testing::Sha256Hex(app_token) +
+      "\n    grants: [{namespaces: ['*'], permissions: [start, read]}]\n");
+  Cluster cluster(etcd, 2, kPartitions,
+                  "  token_file: " + secrets.path() + "/member-token\nauth:\n  tokens_file: " + tokens + "\n");
+  cluster.StartAll();
+  // The partitions m1 owns, read from m0 with the operator's token (-1 on error).
+  auto owned_by_m1 = [&] {
+    v1::GetClusterMapResponse map;
+    auto context = testing::Context(admin_token);
+    if (!v1::ClusterService::NewStub(cluster[0].channel())->GetClusterMap(context.get(), {}, &map).ok()) return -1;
+    int owned = 0, unowned = 0;
+    for (const auto& owner : map.owners()) {
+      owned += owner.member() == "m1";
+      unowned += owner.member().empty();
+    }
+    return unowned > 0 ? -1 : owned;
+  };
+  ASSERT_TRUE(WaitFor([&] { return owned_by_m1() == static_cast<int>(kPartitions) / 2; }, seconds(30)));
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + app_token);
+    v1::DrainMemberRequest request;
+    request.set_member("m1");
+    v1::DrainMemberResponse response;
+    const grpc::Status s = v1::ClusterService::NewStub(cluster[0].channel())->DrainMember(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  }
+  std::string out;
+  EXPECT_EQ(Lawnctl("--addr " + cluster[0].address() + " --token " + admin_token + " cluster drain m1 --for 60s", &out),
+            0)
+      << out << cluster[0].Log();
+  EXPECT_EQ(owned_by_m1(), 0);
 }
 
 }  // namespace

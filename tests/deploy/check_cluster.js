@@ -4,7 +4,8 @@
 //     StatefulSet's headless Service on the container's grpc port; its flags are flags of `lawnd --help`;
 //   - the rendered lawn.yaml has a cluster section whose keys are lawnd keys (config/REFERENCE.md), whose
 //     etcd_endpoints name a Service of this render selecting the etcd pods on that port, and whose
-//     tls_ca_file is a key of the TLS Secret in a directory where the StatefulSet mounts it; TLS stays on;
+//     tls_ca_file and token_file are keys of operator Secrets in directories where the StatefulSet mounts
+//     them; TLS stays on, and with auth on the members have a token;
 //   - the members may reach each other: their pods carry the label the base NetworkPolicy admits to grpc;
 //   - etcd: a StatefulSet whose --initial-cluster names exactly its replicas, each under its headless
 //     Service's DNS name on the peer port; a PodDisruptionBudget keeping its quorum; a NetworkPolicy admitting
@@ -66,15 +67,20 @@ function checkLawn(check, objects, lawnd, knownKeys) {
   check.expect(cluster.expect_members === sts.spec.replicas,
                `cluster.expect_members ${cluster.expect_members} is not the StatefulSet's replicas ${sts.spec.replicas}`);
   check.expect(config.tls && config.tls.cert_file, 'TLS is off in cluster mode');
-  // tls_ca_file: a key of the TLS Secret, in the directory where it is mounted.
-  const ca = cluster.tls_ca_file || '';
-  // The deepest mount holding the file (the TLS Secret is mounted inside the config's directory).
-  const tlsMount = container.volumeMounts.filter((m) => ca.startsWith(`${m.mountPath}/`))
-                       .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
-  const tlsVolume = tlsMount && sts.spec.template.spec.volumes.find((v) => v.name === tlsMount.name);
-  const secret = tlsVolume && tlsVolume.secret && tlsVolume.secret.secretName;
-  check.expect(secret && OPERATOR_SECRETS[secret] && OPERATOR_SECRETS[secret].keys.includes(ca.slice(tlsMount.mountPath.length + 1)),
-               `cluster.tls_ca_file ${ca} is not a key of a mounted operator Secret`);
+  // tls_ca_file (the TLS Secret's CA) and token_file (the members' token, needed with auth on): each a key of
+  // an operator Secret, in the directory where the StatefulSet mounts it.
+  for (const key of ['tls_ca_file', 'token_file']) {
+    const file = cluster[key] || '';
+    // The deepest mount holding the file (the Secrets are mounted inside the config's directory).
+    const mount = container.volumeMounts.filter((m) => file.startsWith(`${m.mountPath}/`))
+                      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = mount && sts.spec.template.spec.volumes.find((v) => v.name === mount.name);
+    const secret = volume && volume.secret && volume.secret.secretName;
+    check.expect(secret && OPERATOR_SECRETS[secret] && OPERATOR_SECRETS[secret].keys.includes(file.slice(mount.mountPath.length + 1)),
+                 `cluster.${key} ${file} is not a key of a mounted operator Secret`);
+  }
+  check.expect(!(config.auth && config.auth.tokens_file) || cluster.token_file,
+               'auth is on but cluster.token_file is not set: hand-overs between members would be refused');
   return cluster;
 }
 

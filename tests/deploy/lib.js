@@ -102,10 +102,11 @@ function selects(selector, labels) {
 const OPERATOR_SECRETS = {
   'lawn-tls': {type: 'kubernetes.io/tls', keys: ['tls.crt', 'tls.key', 'ca.crt']},
   'lawn-tokens': {type: 'Opaque', keys: ['tokens.yaml']},
+  'lawn-member-token': {type: 'Opaque', keys: ['token']},  // deploy/cluster only.
 };
 
 // The config keys (dotted: section.key) that name a file lawnd reads from one of those Secrets.
-const SECRET_FILE_KEYS = ['tls.cert_file', 'tls.key_file', 'tls.client_ca_file', 'auth.tokens_file'];
+const SECRET_FILE_KEYS = ['tls.cert_file', 'tls.key_file', 'tls.client_ca_file', 'auth.tokens_file', 'cluster.token_file'];
 
 // The Secret `name` of OPERATOR_SECRETS as deploy/README.md's command makes it (kubectl create secret generic
 // ... --dry-run=client: no cluster needed), from `files` (key -> local file).

@@ -52,6 +52,8 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
   b.PutExpiration(0, "", 0, 0, 0, "", kMax, 0);
   b.DeleteExpiration(kUMax);
   b.DeleteExpiration(0);
+  b.PutIncoming(42, key, 7, 8, 9, payload, 10, 3);
+  b.DeleteIncoming(kUMax);
 
   const std::vector<EntryCopy> want = {
       {Op::kPutTimer, key, 0, kMin, kUMax, 0, payload, 0, 0},
@@ -62,6 +64,8 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
       {Op::kPutExpiration, "", 0, 0, 0, 0, "", kMax, 0},
       {Op::kDeleteExpiration, "", kUMax, 0, 0, 0, "", 0, 0},
       {Op::kDeleteExpiration, "", 0, 0, 0, 0, "", 0, 0},
+      {Op::kPutIncoming, key, 42, 7, 8, 9, payload, 10, 3},
+      {Op::kDeleteIncoming, "", kUMax, 0, 0, 0, "", 0, 0},
   };
   EXPECT_EQ(Entries(b), want);
   EXPECT_EQ(b.count(), want.size());
