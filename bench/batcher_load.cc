@@ -5,8 +5,11 @@
 //
 // --threads threads each start timers one at a time for --duration: each call waits for its answer before
 // the next, as code written against a unary StartTimer does. --mode unary: LawnClient::StartTimer (one RPC
-// per timer); --mode batcher: TimerBatcher::StartTimer(...).get() (--linger, --max-batch, --in-flight). One
-// channel (one TCP connection) either way; namespace "bench", TTL 1h, ids t<thread>-<n>. Prints one line
+// per timer); --mode batcher: TimerBatcher::StartTimer(...).get() (--linger, --max-batch, --in-flight);
+// --mode batch: LawnClient::StartTimers of --max-batch timers at a time. --route-directly: a cluster's
+// C++ client that sends each call (each StartTimers part) to the member owning the timer's partition
+// (ClientOptions::route_directly; bench/scripts/cluster_hop.sh). One channel (one TCP connection) to the
+// target either way; namespace "bench", TTL 1h, ids p<pid>t<thread>-<n>. Prints one line
 // (with --json, one JSON object): timers/s, errors, StartTimers calls and timers per call (batcher), and CPU
 // microseconds per timer of this process and, with --server-pid, of lawnd (utime + stime of /proc/PID/stat).
 //
@@ -15,6 +18,7 @@
 //
 // Thread-safety: main thread, --threads caller threads, gRPC's threads.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -45,6 +49,7 @@ struct Flags {
   size_t max_batch = 100;
   int in_flight = 4;
   bool json = false;
+  bool route_directly = false;
 };
 
 // Per caller thread, on its own cache line.
@@ -57,7 +62,7 @@ struct alignas(64) Counts {
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "lawn_batcher_load: %s\nflags: --target HOST:PORT --server-pid PID --mode unary|batcher "
-               "--threads N --duration 5s --linger 0s --max-batch 100 --in-flight 4 --json\n",
+               "--threads N --duration 5s --linger 0s --max-batch 100 --in-flight 4 --route-directly --json\n",
                why.c_str());
   return 2;
 }
@@ -67,6 +72,10 @@ bool ParseFlags(int argc, char** argv, Flags* f, std::string* error) {
     const std::string name = argv[i];
     if (name == "--json") {
       f->json = true;
+      continue;
+    }
+    if (name == "--route-directly") {
+      f->route_directly = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -81,7 +90,7 @@ bool ParseFlags(int argc, char** argv, Flags* f, std::string* error) {
       f->target = value;
     } else if (name == "--server-pid" && is_int && n > 0) {
       f->server_pid = static_cast<pid_t>(n);
-    } else if (name == "--mode" && (value == "unary" || value == "batcher")) {
+    } else if (name == "--mode" && (value == "unary" || value == "batcher" || value == "batch")) {
       f->mode = value;
     } else if (name == "--threads" && is_int && n >= 1 && n <= 4096) {
       f->threads = static_cast<int>(n);
@@ -108,7 +117,14 @@ int main(int argc, char** argv) {
   std::string error;
   if (!ParseFlags(argc, argv, &flags, &error)) return Usage(error);
 
-  std::unique_ptr<lawn::LawnClient> client = lawn::LawnClient::Connect(flags.target);
+  lawn::ClientOptions options;
+  options.route_directly = flags.route_directly;
+  absl::StatusOr<std::unique_ptr<lawn::LawnClient>> created = lawn::LawnClient::Create(flags.target, options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "lawn_batcher_load: %s: %s\n", flags.target.c_str(), created.status().ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<lawn::LawnClient> client = *std::move(created);
   std::unique_ptr<lawn::TimerBatcher> batcher;
   if (flags.mode == "batcher") {
     absl::StatusOr<std::unique_ptr<lawn::TimerBatcher>> made = lawn::TimerBatcher::Create(
@@ -137,7 +153,24 @@ int main(int argc, char** argv) {
       lawn::v1::StartTimerRequest request;
       request.set_namespace_("bench");
       request.mutable_ttl()->set_seconds(3600);
-      const std::string prefix = absl::StrCat("t", t, "-");
+      // The process id keeps the ids of runs against one lawnd apart.
+      const std::string prefix = absl::StrCat("p", getpid(), "t", t, "-");
+      if (flags.mode == "batch") {
+        std::vector<lawn::v1::StartTimerRequest> batch(flags.max_batch, request);
+        for (uint64_t n = 0; !stop.load(std::memory_order_relaxed);) {
+          for (auto& r : batch) r.set_id(absl::StrCat(prefix, n++));
+          absl::StatusOr<std::vector<absl::Status>> results = client->StartTimers(batch);
+          for (size_t i = 0; i < batch.size(); ++i) {
+            const absl::Status status = results.ok() ? (*results)[i] : results.status();
+            if (status.ok()) {
+              ++c.ok;
+            } else if (c.errors++ == 0) {
+              c.first_error = status.ToString();
+            }
+          }
+        }
+        return;
+      }
       for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
         request.set_id(absl::StrCat(prefix, n));
         absl::Status status;
@@ -170,8 +203,10 @@ int main(int argc, char** argv) {
     errors += c.errors;
     if (first_error.empty()) first_error = c.first_error;
   }
-  const lawn::BatcherStats stats =
-      batcher != nullptr ? batcher->stats() : lawn::BatcherStats{.calls = ok + errors, .timers = ok + errors};
+  const uint64_t per_call = flags.mode == "batch" ? flags.max_batch : 1;
+  const lawn::BatcherStats stats = batcher != nullptr
+                                       ? batcher->stats()
+                                       : lawn::BatcherStats{.calls = (ok + errors) / per_call, .timers = ok + errors};
   const double per_timer = ok > 0 ? 1e6 / static_cast<double>(ok) : 0;
   const double server_us = server_cpu0 && server_cpu1 ? (*server_cpu1 - *server_cpu0) * per_timer : -1;
   const double client_us = self_cpu_s * per_timer;

@@ -8,6 +8,8 @@
 # (Debian's etcd-server) runs on loopback with fresh data. Reports timers/s and the CPU microseconds per timer
 # of all lawnd processes together (from /proc/PID/stat) and of lawn_load. On a 2-core machine three members
 # share the cores with the load generator: the figures show what the hop costs, not how a cluster scales.
+# On cluster3 it also runs the C++ client (lawn_batcher_load: unary with 64 threads, StartTimers of 100 with
+# 16) through m0 as it forwards, and with ClientOptions::route_directly, which sends each call to its owner.
 #
 #   LAWN_BUILD=build bench/scripts/cluster_hop.sh          (needs server/lawnd and bench/lawn_load built)
 #
@@ -17,6 +19,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${LAWN_BUILD:-$REPO/build-bench}
 LAWND=$BUILD/server/lawnd
 LOAD=$BUILD/bench/lawn_load
+CLIENT_LOAD=$BUILD/bench/lawn_batcher_load
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 OUT=${OUT:-$BUILD/lawn-net/cluster-hop-$(date +%Y%m%d-%H%M%S)}
@@ -67,6 +70,21 @@ run() {
     echo "{\"config\":\"$config\",\"mode\":\"$mode\",\"lawnd_cpu_ticks\":$((after - before)),\"load\":$load_line,\"loadavg\":\"$(cut -d' ' -f1 /proc/loadavg)\"}" |
       tee -a "$OUT/raw.jsonl"
   done
+  if [[ $config == cluster3 ]]; then
+    for client in forwarded direct; do
+      for mode in unary batch; do
+        local args=(--target "127.0.0.1:$port" --duration "$DURATION" --json)
+        if [[ $mode == unary ]]; then args+=(--mode unary --threads 64); else args+=(--mode batch --threads 16 --max-batch 100); fi
+        if [[ $client == direct ]]; then args+=(--route-directly); fi
+        local before load_line after
+        before=$(cpu_ticks "${pids[@]}")
+        load_line=$("$CLIENT_LOAD" "${args[@]}" | tail -1 || true)
+        after=$(cpu_ticks "${pids[@]}")
+        echo "{\"config\":\"client-$client\",\"mode\":\"$mode\",\"lawnd_cpu_ticks\":$((after - before)),\"load\":$load_line,\"loadavg\":\"$(cut -d' ' -f1 /proc/loadavg)\"}" |
+          tee -a "$OUT/raw.jsonl"
+      done
+    done
+  fi
   for pid in "${pids[@]}"; do kill -TERM "$pid"; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
@@ -78,11 +96,12 @@ done
 import json, statistics, sys, os
 hz = os.sysconf("SC_CLK_TCK")
 rows = [json.loads(l) for l in open(sys.argv[1])]
+# client-forwarded and client-direct: the C++ client against m0 of cluster3 (its own shapes; compare the two).
 print("| config | shape | timers/s (median) | vs alone | lawnd CPU us/timer (all members) | errors | load 1m |")
 print("|---|---|---|---|---|---|---|")
 base = {}
 for mode in ("unary", "batch"):
-    for config in ("alone", "cluster1", "cluster3"):
+    for config in ("alone", "cluster1", "cluster3", "client-forwarded", "client-direct"):
         rs = [r for r in rows if r["config"] == config and r["mode"] == mode]
         if not rs:
             continue
@@ -90,7 +109,7 @@ for mode in ("unary", "batch"):
         cpus = [r["lawnd_cpu_ticks"] / hz * 1e6 / max(1, r["load"]["timers"]) for r in rs]
         rate = statistics.median(rates)
         base.setdefault(mode, rate)
-        errors = sum(r["load"]["timer_errors"] for r in rs)
+        errors = sum(r["load"].get("timer_errors", r["load"].get("errors", 0)) for r in rs)
         print(f"| {config} | {mode} | {rate:,.0f} | {rate / base[mode]:.2f} | {statistics.median(cpus):.2f} | {errors} | "
               f"{', '.join(r['loadavg'] for r in rs)} |")
 EOF
