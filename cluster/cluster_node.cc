@@ -135,14 +135,23 @@ bool ClusterNode::RefreshNow(std::chrono::milliseconds timeout) {
   return published_.wait_for(lock, timeout, [&] { return stopping_ || published_pass_ >= wanted; }) && !stopping_;
 }
 
+absl::StatusOr<int64_t> ClusterNode::MemberIncarnation(const std::string& member) {
+  absl::StatusOr<std::optional<EtcdKeyValue>> key = etcd_->Get(MemberKey(options_.cluster, member));
+  if (!key.ok()) return key.status();
+  if (!key->has_value()) return absl::NotFoundError(absl::StrCat("member ", member, " is not live"));
+  return (*key)->create_revision;
+}
+
 absl::StatusOr<bool> ClusterNode::Transfer(const std::vector<uint32_t>& partitions,
-                                           const std::vector<int64_t>& epochs, const std::string& to) {
+                                           const std::vector<int64_t>& epochs, const std::string& to,
+                                           int64_t to_incarnation) {
   std::vector<EtcdClient::ConditionalPut> puts;
   puts.reserve(partitions.size());
   for (size_t i = 0; i < partitions.size(); ++i) {
     puts.push_back({OwnerKey(options_.cluster, partitions[i]), to, epochs[i]});
   }
-  absl::StatusOr<std::optional<int64_t>> written = etcd_->PutAllIfModRevisions(puts);
+  absl::StatusOr<std::optional<int64_t>> written =
+      etcd_->PutAllIfModRevisions(puts, {{MemberKey(options_.cluster, to), to_incarnation}});
   if (!written.ok()) return written.status();
   return written->has_value();
 }

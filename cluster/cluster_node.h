@@ -117,10 +117,14 @@ class ClusterNode {
   // Reads etcd now instead of at the next period and waits (up to `timeout`) until a map read after this
   // call is published. False on timeout.
   bool RefreshNow(std::chrono::milliseconds timeout);
-  // Gives `partitions` (with the epochs the caller read) to `to`, in one etcd transaction. True if written;
-  // false if an owner key changed meanwhile (nothing written). UNAVAILABLE/DEADLINE_EXCEEDED: unknown.
+  // The create revision of `member`'s key: it names one process of that member (a restart registers anew).
+  // NOT_FOUND when the member is not live.
+  absl::StatusOr<int64_t> MemberIncarnation(const std::string& member);
+  // Gives `partitions` (with the epochs the caller read) to `to`, in one etcd transaction, if `to`'s member
+  // key still has the create revision `to_incarnation`. True if written; false if an owner key changed or
+  // `to` restarted meanwhile (nothing written). UNAVAILABLE/DEADLINE_EXCEEDED: unknown.
   absl::StatusOr<bool> Transfer(const std::vector<uint32_t>& partitions, const std::vector<int64_t>& epochs,
-                                const std::string& to);
+                                const std::string& to, int64_t to_incarnation);
   // Marks `member` as draining or not, in etcd.
   absl::Status SetDraining(const std::string& member, bool draining);
 

@@ -135,27 +135,20 @@ absl::StatusOr<int64_t> EtcdClient::Delete(const std::string& key) {
 
 absl::StatusOr<std::optional<int64_t>> EtcdClient::PutIfModRevision(const std::string& key, const std::string& value,
                                                                     int64_t expected_mod_revision, int64_t lease) {
-  etcdserverpb::TxnRequest request;
-  etcdserverpb::Compare* compare = request.add_compare();
-  compare->set_key(key);
-  compare->set_target(etcdserverpb::Compare::MOD);
-  compare->set_result(etcdserverpb::Compare::EQUAL);
-  compare->set_mod_revision(expected_mod_revision);  // A key that does not exist compares as revision 0.
-  etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(value);
-  put->set_lease(lease);
-  etcdserverpb::TxnResponse response;
-  grpc::ClientContext context;
-  Prepare(context);
-  if (absl::Status s = FromGrpc(kv_->Txn(&context, request, &response), "txn"); !s.ok()) return s;
-  if (!response.succeeded()) return std::optional<int64_t>();
-  // The transaction wrote one key: its mod_revision is the transaction's revision.
-  return std::optional<int64_t>(response.header().revision());
+  // A key that does not exist compares as revision 0. The transaction's revision is the key's new one.
+  return PutAllIfModRevisions({{key, value, expected_mod_revision, lease}});
 }
 
-absl::StatusOr<std::optional<int64_t>> EtcdClient::PutAllIfModRevisions(const std::vector<ConditionalPut>& puts) {
+absl::StatusOr<std::optional<int64_t>> EtcdClient::PutAllIfModRevisions(const std::vector<ConditionalPut>& puts,
+                                                                        const std::vector<CreateGuard>& guards) {
   etcdserverpb::TxnRequest request;
+  for (const CreateGuard& g : guards) {
+    etcdserverpb::Compare* compare = request.add_compare();
+    compare->set_key(g.key);
+    compare->set_target(etcdserverpb::Compare::CREATE);
+    compare->set_result(etcdserverpb::Compare::EQUAL);
+    compare->set_create_revision(g.create_revision);
+  }
   for (const ConditionalPut& p : puts) {
     etcdserverpb::Compare* compare = request.add_compare();
     compare->set_key(p.key);
@@ -165,6 +158,7 @@ absl::StatusOr<std::optional<int64_t>> EtcdClient::PutAllIfModRevisions(const st
     etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
     put->set_key(p.key);
     put->set_value(p.value);
+    put->set_lease(p.lease);
   }
   etcdserverpb::TxnResponse response;
   grpc::ClientContext context;

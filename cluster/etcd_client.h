@@ -72,8 +72,16 @@ class EtcdClient {
     std::string key;
     std::string value;
     int64_t expected_mod_revision = 0;
+    int64_t lease = 0;  // 0: not attached to a lease.
   };
-  absl::StatusOr<std::optional<int64_t>> PutAllIfModRevisions(const std::vector<ConditionalPut>& puts);
+  // `guards`: keys whose create_revision must also be as given (0: the key must not exist), e.g. the member
+  // key of the process that must still be alive when the puts apply.
+  struct CreateGuard {
+    std::string key;
+    int64_t create_revision = 0;
+  };
+  absl::StatusOr<std::optional<int64_t>> PutAllIfModRevisions(const std::vector<ConditionalPut>& puts,
+                                                              const std::vector<CreateGuard>& guards = {});
 
   // A new lease of `ttl` (whole seconds, at least 1; etcd may grant more); returns its id.
   absl::StatusOr<int64_t> GrantLease(std::chrono::seconds ttl);

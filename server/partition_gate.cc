@@ -34,6 +34,8 @@ bool PartitionGate::SetOwned(const std::vector<bool>& owned) {
   return opened;
 }
 
+void PartitionGate::Disown(uint32_t partition) { state_[partition].fetch_and(~kOwned, std::memory_order_acq_rel); }
+
 void PartitionGate::Block(uint32_t partition) { state_[partition].fetch_add(kBlock, std::memory_order_acq_rel); }
 
 bool PartitionGate::Unblock(uint32_t partition) {

@@ -41,6 +41,8 @@ class PartitionGate {
 
   // From the ownership map: owned[p] says whether this member owns p. Returns whether a partition opened.
   bool SetOwned(const std::vector<bool>& owned);
+  // Clears `partition`'s owned bit ahead of the map (a hand-over flipped it away).
+  void Disown(uint32_t partition);
   // A hand-over's hold on `partition` (counted: blocked until every Block has its Unblock). Unblock returns
   // whether the partition opened.
   void Block(uint32_t partition);

@@ -1,5 +1,6 @@
 // PartitionMover (server/partition_mover.h): the target's side of a hand-over, and the start-up Settle.
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -39,17 +40,33 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
     // leader tried again): what the old one left is dropped first, or its expirations would arrive twice
     // and its blocks would never go.
     std::vector<std::string> superseded;
+    bool complete = false;
     {
       absl::MutexLock lock(&mu_);
       for (const auto& [id, old] : incoming_) {
-        // Complete ones too: had its flip happened, this member would own the partitions and this call would
-        // have been refused above.
         if (id == request.move_id()) continue;
         for (uint32_t p : old.partitions) {
           if (std::find(request.partitions().begin(), request.partitions().end(), p) != request.partitions().end()) {
             superseded.push_back(id);
+            complete |= old.complete;
             break;
           }
+        }
+      }
+      if (superseded.empty() && incoming_.size() >= kMaxIncoming) {
+        return absl::ResourceExhaustedError(absl::StrCat("member takes at most ", kMaxIncoming,
+                                                         " hand-overs at once; retry when one has ended"));
+      }
+    }
+    if (complete) {
+      // An earlier hand-over of these partitions arrived whole: had its flip happened, this member would own
+      // them. Make sure of it with a fresh map before dropping it (a stale one might not show the flip yet).
+      if (!node_.RefreshNow(std::chrono::seconds(5))) {
+        return absl::UnavailableError("cannot read the cluster map to check an earlier hand-over; retry");
+      }
+      for (uint32_t p : request.partitions()) {
+        if (gate_.Owned(p)) {
+          return absl::FailedPreconditionError(absl::StrCat("partition ", p, " is already this member's"));
         }
       }
     }
@@ -94,6 +111,18 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
     }
     Unblock(unblock);
     return s;
+  }
+  // Only records of the partitions this hand-over brings: anything else could overwrite a timer this member
+  // serves.
+  for (const auto* list : {&request.timers(), &request.expirations()}) {
+    for (const v1::HandedOverTimer& t : *list) {
+      const uint32_t p = gate_.PartitionOfKey(t.key());
+      if (t.key().find('\0') == std::string::npos ||
+          std::find(in->partitions.begin(), in->partitions.end(), p) == in->partitions.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("hand-over ", request.move_id(), " carries a timer of partition ",
+                                                       p, ", which it does not bring"));
+      }
+    }
   }
   const size_t first_timer = in->timers.size();
   const size_t first_staged = in->staged.size();
@@ -213,6 +242,32 @@ void PartitionMover::Settle(std::shared_ptr<const ClusterMap> map) {
     any |= foreign[p];
   }
   uint64_t dropped_timers = 0, dropped_expirations = 0, adopted = 0, dropped_staged = 0;
+  // What recovery read back from the outbox: published now if the partition is this member's, deleted if
+  // another member owns it (this one handed it over and stopped before deleting its copy).
+  {
+    std::vector<Delivery> foreign_parked;
+    std::map<std::string, std::vector<Delivery>> by_namespace;
+    for (Delivery& d : runtime_.TakeParkedExpirations()) {
+      if (foreign[gate_.PartitionOfKey(d.key)]) {
+        foreign_parked.push_back(std::move(d));
+      } else {
+        by_namespace[std::string(Runtime::SplitKey(d.key).first)].push_back(std::move(d));
+      }
+    }
+    for (auto& [name, deliveries] : by_namespace) {
+      absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
+      if (!ns.ok()) {
+        spdlog::error("cluster settle: {} expirations of namespace '{}' stay on disk unpublished: {}",
+                      deliveries.size(), name, ns.status().ToString());
+        continue;
+      }
+      (*ns)->outbox.Publish(std::move(deliveries), false);  // In delivery-id order, as recovery read them.
+    }
+    dropped_expirations += foreign_parked.size();
+    if (absl::Status s = DeleteExpirations(foreign_parked); !s.ok()) {
+      spdlog::error("cluster settle: deleting expirations of partitions owned elsewhere failed: {}", s.ToString());
+    }
+  }
   if (any) {
     // What a source that died after its flip left here: the new owner has it all.
     std::vector<std::vector<RecoveredTimer>> slots = Export(foreign);
@@ -221,7 +276,7 @@ void PartitionMover::Settle(std::shared_ptr<const ClusterMap> map) {
         [&](uint32_t shard) { return std::make_unique<DropTimersCommand>(slots[shard], &dropped[shard]); });
     for (const auto& slot : slots) dropped_timers += slot.size();
     std::vector<Delivery> expirations = ExtractExpirations(foreign);
-    dropped_expirations = expirations.size();
+    dropped_expirations += expirations.size();
     if (absl::Status s = DeleteExpirations(expirations); !s.ok()) {
       spdlog::error("cluster settle: deleting expirations of partitions owned elsewhere failed: {}", s.ToString());
     }
@@ -236,17 +291,7 @@ void PartitionMover::Settle(std::shared_ptr<const ClusterMap> map) {
         ++dropped_staged;
         return;
       }
-      Delivery& d = adopt.emplace_back();
-      d.delivery_id = e.delivery_id;
-      d.key.assign(e.timer.key);
-      d.payload.assign(e.timer.payload);
-      d.deadline_unix_ns = e.timer.deadline_unix_ns;
-      d.fired_at_unix_ns = e.fired_at_unix_ns;
-      d.ttl_ns = e.timer.ttl_ns;
-      d.interval_ns = e.timer.interval_ns;
-      d.attempt = e.attempt;
-      d.late = static_cast<__int128>(e.fired_at_unix_ns) - e.timer.deadline_unix_ns >
-               static_cast<__int128>(kLateAfterNs);
+      adopt.push_back(Runtime::DeliveryOf(e));  // delivery_id: the staging id, as AdoptCommand wants.
     });
     if (!read.ok()) spdlog::error("cluster settle: reading the staging area failed: {}", read.ToString());
     if (!drop.empty()) {

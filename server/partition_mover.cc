@@ -58,7 +58,12 @@ PartitionMover::PartitionMover(Runtime& runtime, PartitionGate& gate, ClusterNod
 
 PartitionMover::~PartitionMover() { Stop(); }
 
-void PartitionMover::Stop() { stopping_.store(true, std::memory_order_release); }
+void PartitionMover::Stop() {
+  stopping_.store(true, std::memory_order_release);
+  // The leader's call to a source may run for minutes; the source finishes or undoes its hand-over alone.
+  absl::MutexLock lock(&mu_);
+  if (leading_call_ != nullptr) leading_call_->TryCancel();
+}
 
 void PartitionMover::Unblock(const std::vector<uint32_t>& partitions) {
   bool opened = false;
@@ -149,7 +154,12 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     Unblock(partitions);
   };
 
-  // Stream to the target.
+  // Stream to the target, the process whose member key has this create revision.
+  absl::StatusOr<int64_t> target_incarnation = node_.MemberIncarnation(request.to_member());
+  if (!target_incarnation.ok()) {
+    put_back();
+    return target_incarnation.status();
+  }
   auto stub = v1::ClusterService::NewStub(router_.Channel(target->second));
   const std::string move_id = absl::StrCat(self, "-", std::chrono::system_clock::now().time_since_epoch().count());
   uint64_t timers = 0;
@@ -205,32 +215,31 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     return streamed;
   }
 
-  // Flip. An etcd error leaves the outcome unknown: read the owners back until they say which.
-  absl::StatusOr<bool> flipped = node_.Transfer(partitions, epochs, request.to_member());
-  for (int attempt = 0; !flipped.ok() && attempt < 20 && !stopping_.load(); ++attempt) {
+  // Flip, only if the target is still the process that took the import (its member key was created before
+  // the import began: a target that restarted meanwhile may have dropped it at its start-up settle). An etcd
+  // error leaves the outcome unknown: read the owners back until they say which, for as long as it takes
+  // (the partitions stay frozen meanwhile, never served by two members). A shutdown leaves it to the
+  // restart's settle, which sees the outcome in the map.
+  absl::StatusOr<bool> flipped = node_.Transfer(partitions, epochs, request.to_member(), *target_incarnation);
+  while (!flipped.ok()) {
+    spdlog::warn("hand-over {}: the ownership flip's outcome is unknown ({}); reading it back", move_id,
+                 flipped.status().ToString());
+    if (stopping_.load(std::memory_order_acquire)) return flipped.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    if (node_.RefreshNow(std::chrono::seconds(2))) {
-      map = node_.map();
-      if (map->owners[partitions[0]] == request.to_member()) flipped = true;
-      if (map->owners[partitions[0]] == self && map->epochs[partitions[0]] == epochs[0]) {
-        flipped = node_.Transfer(partitions, epochs, request.to_member());
-      } else if (map->owners[partitions[0]] != request.to_member()) {
-        flipped = false;
-      }
+    if (!node_.RefreshNow(std::chrono::seconds(2))) continue;
+    map = node_.map();
+    if (map->owners[partitions[0]] == request.to_member()) {
+      flipped = true;
+    } else if (map->owners[partitions[0]] == self && map->epochs[partitions[0]] == epochs[0]) {
+      flipped = node_.Transfer(partitions, epochs, request.to_member(), *target_incarnation);
+    } else {
+      flipped = false;
     }
   }
-  if (!flipped.ok() || !*flipped) {
-    const absl::Status why = flipped.ok() ? absl::AbortedError("an owner key changed during the hand-over")
-                                          : flipped.status();
-    if (!flipped.ok()) {
-      // Unknown outcome even now: keep the partitions blocked (frozen, not lost) rather than risk two owners.
-      spdlog::critical("hand-over {}: the ownership flip's outcome is unknown ({}); partitions stay frozen here",
-                       move_id, why.ToString());
-      return why;
-    }
+  if (!*flipped) {
     send(false, true).IgnoreError();
     put_back();
-    return why;
+    return absl::AbortedError("an owner key changed during the hand-over, or the target restarted");
   }
 
   step("flip");
@@ -259,11 +268,19 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
   if (absl::Status s = DeleteExpirations(expirations); !s.ok()) {
     spdlog::error("hand-over {}: deleting the moved expirations here failed: {}", move_id, s.ToString());
   }
-  // The partitions stay closed here whatever happens next: the map says they are the target's before the
-  // blocks go.
+  // The partitions stay closed here whatever happens next: not this member's in the gate at once, and the
+  // blocks go only once the map names the target too (a map read before the flip cannot set them again).
   step("delete");
-  node_.RefreshNow(std::chrono::seconds(5));
+  for (uint32_t p : partitions) gate_.Disown(p);
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (node_.RefreshNow(std::chrono::seconds(5)) && node_.map()->owners[partitions[0]] == request.to_member()) {
+      break;
+    }
+  }
   for (uint32_t p : partitions) gate_.Unblock(p);
+  // Timers of other partitions held behind the dropped ones (Shard::ReleaseHeld stops at a timer it holds
+  // again) are offered again.
+  runtime_.ReleaseGated();
   step("map");
   v1::MovePartitionsResponse response;
   response.set_timers(timers);
@@ -314,7 +331,16 @@ void PartitionMover::LeadOne(std::vector<Move> moves, std::shared_ptr<const Clus
   Authorize(context);
   v1::MovePartitionsResponse response;
   auto stub = v1::ClusterService::NewStub(router_.Channel(map->live.at(from)));
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_.load(std::memory_order_acquire)) context.TryCancel();
+    leading_call_ = &context;
+  }
   const grpc::Status s = stub->MovePartitions(&context, request, &response);
+  {
+    absl::MutexLock lock(&mu_);
+    leading_call_ = nullptr;
+  }
   if (!s.ok()) {
     spdlog::warn("leader: moving {} partitions from {} to {} failed: {}; retrying with the next map", moves.size(),
                  from, moves.front().to, s.error_message());

@@ -52,6 +52,8 @@ class PartitionMover {
  public:
   // Partitions per hand-over: one etcd transaction flips them all (etcd allows 128 operations in one).
   static constexpr size_t kBatch = 64;
+  // Hand-overs a member takes at once (the leader runs one; more are left-overs of failed ones).
+  static constexpr size_t kMaxIncoming = 4;
 
   // None is owned; all outlive the mover.
   PartitionMover(Runtime& runtime, PartitionGate& gate, ClusterNode& node, ClusterRouter& router);
@@ -117,6 +119,7 @@ class PartitionMover {
 
   absl::Mutex mu_;
   std::map<std::string, Incoming> incoming_ ABSL_GUARDED_BY(mu_);  // By move id.
+  grpc::ClientContext* leading_call_ ABSL_GUARDED_BY(mu_) = nullptr;  // The leader's MovePartitions call.
 
   // Last: they run tasks that use everything above, and join first when the mover goes.
   TaskThread outgoing_;

@@ -124,6 +124,11 @@ void Runtime::ReleaseGated() {
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) Submit(shard, std::make_unique<ReleaseGatedCommand>());
 }
 
+std::vector<Delivery> Runtime::TakeParkedExpirations() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(parked_, {});
+}
+
 void Runtime::RunOnEveryShard(const std::function<std::unique_ptr<ShardCommand>(uint32_t shard)>& make) {
   auto latch = std::make_shared<Latch>(workers_.size());
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {

@@ -80,6 +80,9 @@ class Runtime {
   absl::Status AdmitWrite(const absl::Status& admission, std::string_view key) const;
   // Asks every shard to offer its gated (and namespace-held) timers again: a partition opened.
   void ReleaseGated();
+  // Cluster mode: the expirations recovery read back, not yet published (the start-up settle publishes those
+  // of partitions this member owns). Each call returns what was parked since the last one.
+  std::vector<Delivery> TakeParkedExpirations();
   // Runs `make(shard)` on every shard in its next round and waits until every one's round is written (the
   // returned latch counted down by each command's Done).
   void RunOnEveryShard(const std::function<std::unique_ptr<ShardCommand>(uint32_t shard)>& make);
@@ -109,6 +112,8 @@ class Runtime {
   TimerStore* store() { return store_.get(); }
   Metrics* metrics() { return metrics_; }
 
+  // An expiration read back from the store (the outbox, or a cluster member's staging area) as an outbox entry.
+  static Delivery DeliveryOf(const StoredExpiration& e);
   // Builds a timer key: namespace \0 id.
   static std::string Key(std::string_view ns, std::string_view id);
   // Splits a key into namespace and id.
@@ -144,6 +149,7 @@ class Runtime {
   absl::Status recovery_status_ ABSL_GUARDED_BY(mu_);
   bool recovery_done_ ABSL_GUARDED_BY(mu_) = false;
   RecoveryStats recovery_ ABSL_GUARDED_BY(mu_);
+  std::vector<Delivery> parked_ ABSL_GUARDED_BY(mu_);  // Cluster mode: recovered, waiting for the settle.
   std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
 
   absl::flat_hash_map<std::string, uint64_t> redeliveries_seen_;  // Background thread only.

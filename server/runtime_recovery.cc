@@ -19,6 +19,21 @@ constexpr size_t kRecoveryBatch = 4096;
 
 }  // namespace
 
+Delivery Runtime::DeliveryOf(const StoredExpiration& e) {
+  Delivery d;
+  d.delivery_id = e.delivery_id;
+  d.key.assign(e.timer.key);
+  d.payload.assign(e.timer.payload);
+  d.deadline_unix_ns = e.timer.deadline_unix_ns;
+  d.fired_at_unix_ns = e.fired_at_unix_ns;
+  d.ttl_ns = e.timer.ttl_ns;
+  d.interval_ns = e.timer.interval_ns;
+  d.attempt = e.attempt;
+  // In 128 bits: a deadline near the int64 edge (1678) minus now does not fit in 64.
+  d.late = static_cast<__int128>(e.fired_at_unix_ns) - e.timer.deadline_unix_ns > static_cast<__int128>(kLateAfterNs);
+  return d;
+}
+
 void Runtime::Recover() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<RecoveredTimer>> pending(workers_.size());
@@ -60,20 +75,15 @@ void Runtime::Recover() {
             flush_outbox();
             current_ns = *ns;
           }
-          Delivery d;
-          d.delivery_id = e.delivery_id;
-          d.key.assign(e.timer.key);
-          d.payload.assign(e.timer.payload);
-          d.deadline_unix_ns = e.timer.deadline_unix_ns;
-          d.fired_at_unix_ns = e.fired_at_unix_ns;
-          d.ttl_ns = e.timer.ttl_ns;
-          d.interval_ns = e.timer.interval_ns;
-          d.attempt = e.attempt;
-          // In 128 bits: a deadline near the int64 edge (1678) minus now does not fit in 64.
-          d.late = static_cast<__int128>(e.fired_at_unix_ns) - e.timer.deadline_unix_ns >
-                   static_cast<__int128>(kLateAfterNs);
           max_delivery_id = std::max(max_delivery_id, e.delivery_id);
-          current.push_back(std::move(d));
+          if (gate_ != nullptr) {
+            // Cluster mode: some may belong to partitions this member handed over just before it stopped
+            // (their new owner delivers them); they wait for the start-up settle, which knows the map.
+            absl::MutexLock lock(&mu_);
+            parked_.push_back(Runtime::DeliveryOf(e));
+          } else {
+            current.push_back(Runtime::DeliveryOf(e));
+          }
           ++expirations;
         },
         on_corrupt);

@@ -1,5 +1,15 @@
-# Sourced by the cluster benchmarks (cluster_hop.sh, cluster_move.sh): an etcd on loopback with fresh data,
-# lawnd members, and CPU accounting from /proc. Expects LAWND, TMP and the PIDS array to be set.
+# Sourced by the cluster benchmarks (cluster_hop.sh, cluster_move.sh): a scratch dir removed at exit with
+# every process started through it, an etcd on loopback with fresh data, lawnd members, and CPU accounting
+# from /proc. Expects LAWND to be set.
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # User + system ticks of the given processes.

@@ -24,14 +24,6 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 OUT=${OUT:-$BUILD/lawn-net/cluster-hop-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 source "$REPO/bench/scripts/cluster_common.sh"
 start_etcd

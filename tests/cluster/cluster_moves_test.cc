@@ -62,6 +62,13 @@ grpc::Status Drain(LawndProcess& via, const std::string& member) {
   return v1::ClusterService::NewStub(via.channel())->DrainMember(&context, request, &response);
 }
 
+// Starts m0..m2 of a four-member cluster formed by three, and waits until each sees it formed.
+void StartThreeOfFour(Cluster& cluster) {
+  for (size_t i = 0; i < 3; ++i) cluster[i].StartNoWait();
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster[i].WaitServing(seconds(30))) << cluster[i].Log();
+  for (size_t i = 0; i < 3; ++i) WaitFormed(cluster[i], 3);
+}
+
 // Loads kTimers timers through `loader` (TTLs 4-24 s, so they fire before, during and after the reshape),
 // runs `reshape` while a writer starts more through `writer_via` (retrying UNAVAILABLE), and has one
 // subscriber on `subscriber_on` ack everything until every timer is delivered.
@@ -169,9 +176,7 @@ class Scenario {
 TEST(ClusterMovesTest, AMemberJoinsWhileTimersFireAndTakesItsShareWithNothingLostOrEarly) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 4, kPartitions, "", nullptr, {}, /*expect=*/3);
-  for (size_t i = 0; i < 3; ++i) cluster[i].StartNoWait();
-  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster[i].WaitServing(seconds(30))) << cluster[i].Log();
-  for (size_t i = 0; i < 3; ++i) WaitFormed(cluster[i], 3);
+  ASSERT_NO_FATAL_FAILURE(StartThreeOfFour(cluster));
 
   Scenario scenario(cluster[0], cluster[1], cluster[2]);
   ASSERT_NO_FATAL_FAILURE(scenario.Run([&] {
@@ -195,9 +200,7 @@ TEST(ClusterMovesTest, AMemberJoinsWhileTimersFireAndTakesItsShareWithNothingLos
 TEST(ClusterMovesTest, AMemberKilledDuringHandOversLosesNothing) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 4, kPartitions, "", nullptr, {}, /*expect=*/3);
-  for (size_t i = 0; i < 3; ++i) cluster[i].StartNoWait();
-  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster[i].WaitServing(seconds(30))) << cluster[i].Log();
-  for (size_t i = 0; i < 3; ++i) WaitFormed(cluster[i], 3);
+  ASSERT_NO_FATAL_FAILURE(StartThreeOfFour(cluster));
 
   Scenario scenario(cluster[0], cluster[1], cluster[2]);
   ASSERT_NO_FATAL_FAILURE(scenario.Run([&] {

@@ -33,13 +33,6 @@ namespace {
 
 using namespace cluster_testing;  // NOLINT: the fixture's helpers read as the test's own.
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using testing::EtcdProcess;
-using testing::LawndProcess;
-using testing::TempDir;
-using testing::WaitFor;
-
 TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASubscriberOfAnotherOnce) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 3);
