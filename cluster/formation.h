@@ -1,10 +1,11 @@
 // Formation: what the members of a lawn cluster agree on in etcd before any partition is served: the
 // partition count, which member leads (computes the assignment and drives moves), and the ownership table
-// with each partition's epoch. The moves of owned partitions need the hand-over protocol (docs/cluster.md,
-// "Moves"), which is not built yet; ClaimUnowned gives partitions that have no owner to their target, the
-// step that forms a new cluster.
+// with each partition's epoch. ClaimUnowned gives partitions that have no owner to their target, the step
+// that forms a new cluster; owned partitions move only by a hand-over (docs/cluster.md, "Moves";
+// server/partition_mover.h, which flips them with ClusterNode::Transfer).
 //
-// Keys (cluster/partition.h): /<cluster>/config/partitions, /<cluster>/leader, /<cluster>/owners/<p>.
+// Keys (cluster/partition.h): /<cluster>/config/partitions, /<cluster>/leader, /<cluster>/owners/<p>,
+// /<cluster>/draining/<member>.
 // Every write is an etcd transaction on the key's mod revision, so concurrent members cannot both win.
 //
 // Thread-safety: free functions over a thread-safe EtcdClient.
