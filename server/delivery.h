@@ -47,8 +47,11 @@ struct Delivery {
 
 class Subscriber {
  public:
-  Subscriber(uint32_t max_in_flight, bool observe)
-      : id(next_id_.fetch_add(1, std::memory_order_relaxed)), max_in_flight(max_in_flight), observe(observe) {}
+  Subscriber(uint32_t max_in_flight, bool observe, bool relay = false)
+      : id(next_id_.fetch_add(1, std::memory_order_relaxed)),
+        max_in_flight(max_in_flight),
+        observe(observe),
+        relay(relay) {}
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
   virtual ~Subscriber() = default;
@@ -62,6 +65,9 @@ class Subscriber {
   const uint64_t id;
   const uint32_t max_in_flight;
   const bool observe;  // A copy of every expiration, best effort, no acks.
+  // Cluster mode: another member's stream, relaying to a subscriber of its own (SubscriptionRelay). Counted
+  // apart in OutboxCounters, so stats summed over the members count each subscriber once.
+  const bool relay;
 
   // Guarded by the outbox's mutex.
   uint32_t in_flight = 0;      // Sent and not yet acked (work-sharing subscribers).

@@ -277,13 +277,20 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
 
 OutboxCounters Outbox::Counters() const {
   absl::MutexLock lock(&mu_);
-  return {ready_.size() - acked_ready_.size(),
-          in_flight_.size(),
-          subscribers_.size(),
-          observers_.size(),
-          redeliveries_,
-          entries_.load(std::memory_order_relaxed),
-          bytes_.load(std::memory_order_relaxed)};
+  uint64_t relays = 0;
+  for (const auto& s : subscribers_) relays += s->relay ? 1 : 0;
+  uint64_t relayed_observers = 0;
+  for (const auto& s : observers_) relayed_observers += s->relay ? 1 : 0;
+  OutboxCounters c;
+  c.ready = ready_.size() - acked_ready_.size();
+  c.in_flight = in_flight_.size();
+  c.subscribers = subscribers_.size() - relays;
+  c.observers = observers_.size() - relayed_observers;
+  c.relays = relays + relayed_observers;
+  c.redeliveries = redeliveries_;
+  c.entries = entries_.load(std::memory_order_relaxed);
+  c.bytes = bytes_.load(std::memory_order_relaxed);
+  return c;
 }
 
 size_t Outbox::size() const {

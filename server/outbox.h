@@ -55,8 +55,9 @@ struct OutboxLimits {
 struct OutboxCounters {
   uint64_t ready = 0;
   uint64_t in_flight = 0;
-  uint64_t subscribers = 0;
-  uint64_t observers = 0;
+  uint64_t subscribers = 0;  // Work-sharing streams of clients (relays excluded).
+  uint64_t observers = 0;    // Observe streams of clients (relays excluded).
+  uint64_t relays = 0;       // Cluster mode: streams of other members relaying to their subscribers.
   uint64_t redeliveries = 0;
   uint64_t entries = 0;  // Reserved + published, not yet acked: what the bounds count.
   uint64_t bytes = 0;

@@ -78,7 +78,7 @@ void Runtime::UpdateMetrics(bool with_disk) {
     const OutboxCounters c = ns->outbox.Counters();
     // Slow subscribers: expirations waiting while every connected subscriber is full, second after second.
     SlowWatch& watch = slow_[ns->name()];
-    const bool backlog = c.subscribers > 0 && c.ready > 0 && c.ready >= watch.last_ready;
+    const bool backlog = c.subscribers + c.relays > 0 && c.ready > 0 && c.ready >= watch.last_ready;
     watch.seconds = backlog ? watch.seconds + 1 : 0;
     watch.last_ready = c.ready;
     if (watch.seconds >= 10 && watch.seconds % 10 == 0) {

@@ -26,8 +26,8 @@ constexpr uint32_t kDefaultMaxInFlight = 100;
 
 class SubscribeReactor::StreamHandle final : public Subscriber {
  public:
-  StreamHandle(SubscribeReactor* reactor, uint32_t max_in_flight, bool observe)
-      : Subscriber(max_in_flight, observe), reactor_(reactor) {}
+  StreamHandle(SubscribeReactor* reactor, uint32_t max_in_flight, bool observe, bool relay)
+      : Subscriber(max_in_flight, observe, relay), reactor_(reactor) {}
   void Wake() override {
     absl::MutexLock lock(&mu_);
     if (reactor_ != nullptr) reactor_->TrySend();
@@ -46,8 +46,9 @@ class SubscribeReactor::StreamHandle final : public Subscriber {
 
 SubscribeReactor::SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission,
                                    Caller caller, const Authenticator& auth, ClusterRouter* relay_router,
-                                   std::vector<std::pair<std::string, std::string>> relay_metadata)
-    : runtime_(runtime),
+                                   std::vector<std::pair<std::string, std::string>> relay_metadata, bool relayed)
+    : from_member_(relayed),
+      runtime_(runtime),
       registry_(registry),
       caller_(std::move(caller)),
       auth_(auth),
@@ -169,7 +170,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
                            std::to_string(max_subscribers) + ") streams attached; close some or raise the limit"));
     return;
   }
-  auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe());
+  auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe(), from_member_);
   {
     absl::MutexLock lock(&mu_);
     if (closing_) {

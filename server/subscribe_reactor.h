@@ -49,10 +49,10 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.
   // Cluster mode: with `relay_router` (not owned), the stream also receives the namespace's expirations
   // from every other member (server/subscription_relay.h); `relay_metadata` (the caller's authorization) goes
-  // along to them.
+  // along to them. `relayed`: the stream is another member's relay (counted apart in the stats).
   SubscribeReactor(Runtime& runtime, StreamRegistry& registry, const grpc::Status& admission, Caller caller,
                    const Authenticator& auth, ClusterRouter* relay_router = nullptr,
-                   std::vector<std::pair<std::string, std::string>> relay_metadata = {});
+                   std::vector<std::pair<std::string, std::string>> relay_metadata = {}, bool relayed = false);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -74,6 +74,7 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   // Fills response_ from batch_ (the shape max_batch_ asks for) and records the first-delivery metrics.
   void FillResponse() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const bool from_member_;  // The `relayed` of the constructor.
   Runtime& runtime_;
   StreamRegistry& registry_;
   const Caller caller_;

@@ -432,8 +432,10 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::S
     if (relay == nullptr) admission = absl::UnavailableError("lawnd is joining its cluster; retry shortly");
     metadata = ClusterRouter::CallerMetadata(*context);  // The caller's token goes with the relayed streams.
   }
+  // Another member's relay: counted apart in the stats (still against max_subscribers_per_namespace).
+  const bool relayed = cluster_mode_.load(std::memory_order_acquire) && ClusterRouter::IsForwarded(*context);
   return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_,
-                              relay, std::move(metadata));
+                              relay, std::move(metadata), relayed);
 }
 
 }  // namespace lawn

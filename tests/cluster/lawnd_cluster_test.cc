@@ -194,6 +194,21 @@ TEST(LawndClusterTest, ListTimersAndGetStatsThroughAnyMemberCoverTheWholeCluster
     sum += stats.pending_timers();
   }
   EXPECT_EQ(sum, 700u);
+
+  // One subscriber, on m1, with its relays from m0 and m2 connected (it receives a timer of each member):
+  // the stats summed over the members count it once, not once per member it relays from.
+  const v1::GetClusterMapResponse map = WaitFormed(cluster[0], 3);
+  std::set<std::string> owners_left = {"m0", "m1", "m2"};
+  std::vector<v1::StartTimerRequest> one_each;
+  for (int i = 0; !owners_left.empty() && i < 1000; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    if (owners_left.erase(OwnerOf(map, id)) > 0) one_each.push_back(testing::TtlRequest("subs", id, milliseconds(100)));
+  }
+  ASSERT_TRUE(testing::StartAll(*cluster[0].stub(), one_each));
+  auto stub1 = cluster[1].stub();
+  testing::TestSubscriber subscriber(*stub1, "subs");
+  ASSERT_EQ(subscriber.Take(3, seconds(20)).size(), 3u);
+  EXPECT_EQ(testing::NamespaceStatsOf(*cluster[0].stub(), "subs").subscribers(), 1u);
 }
 
 TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsWithItsTimers) {
