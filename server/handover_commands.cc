@@ -1,20 +1,15 @@
 // Shard commands of a partition hand-over (server/handover_commands.h).
 #include "server/handover_commands.h"
 
-#include <map>
-
 #include "server/partition_gate.h"
 #include "server/runtime.h"
-#include "spdlog/spdlog.h"
 
 namespace lawn {
 
 void ExportCommand::Apply(ShardContext& ctx) {
   const TimeBase& time = ctx.runtime().time();
   ctx.shard().ForEach([&](const TimerView& t) {
-    // The view splits the id at its namespace: the group ends with the 0x00.
-    const std::string_view ns = t.group.empty() ? t.group : t.group.substr(0, t.group.size() - 1);
-    if (!partitions_[PartitionOf(ns, t.id, gate_.partitions())]) return;
+    if (!partitions_[PartitionOf(NamespaceOf(t), t.id, gate_.partitions())]) return;
     RecoveredTimer& out = out_->emplace_back();
     out.key.reserve(t.key_size());
     out.key.assign(t.group).append(t.id);
@@ -64,18 +59,7 @@ void AdoptCommand::Apply(ShardContext& ctx) {
 void AdoptCommand::Done(const absl::Status& write_status) {
   *status_ = write_status;
   if (!write_status.ok() || runtime_ == nullptr) return;
-  // Published unreserved, like recovery: what was handed over comes in even above the outbox bounds.
-  std::map<std::string, std::vector<Delivery>> by_namespace;
-  for (Delivery& d : staged_) by_namespace[std::string(Runtime::SplitKey(d.key).first)].push_back(std::move(d));
-  for (auto& [name, deliveries] : by_namespace) {
-    absl::StatusOr<NamespaceState*> ns = runtime_->namespaces().GetOrCreate(name);
-    if (!ns.ok()) {
-      spdlog::error("hand-over: {} expirations of namespace '{}' stay on disk unpublished: {}", deliveries.size(),
-                    std::string(name), ns.status().ToString());
-      continue;
-    }
-    (*ns)->outbox.Publish(std::move(deliveries), false);
-  }
+  runtime_->PublishPersisted(std::move(staged_), "hand-over");
 }
 
 }  // namespace lawn

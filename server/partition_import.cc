@@ -1,6 +1,5 @@
 // PartitionMover (server/partition_mover.h): the target's side of a hand-over, and the start-up Settle.
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -245,24 +244,11 @@ void PartitionMover::Settle(std::shared_ptr<const ClusterMap> map) {
   // What recovery read back from the outbox: published now if the partition is this member's, deleted if
   // another member owns it (this one handed it over and stopped before deleting its copy).
   {
-    std::vector<Delivery> foreign_parked;
-    std::map<std::string, std::vector<Delivery>> by_namespace;
+    std::vector<Delivery> foreign_parked, own;
     for (Delivery& d : runtime_.TakeParkedExpirations()) {
-      if (foreign[gate_.PartitionOfKey(d.key)]) {
-        foreign_parked.push_back(std::move(d));
-      } else {
-        by_namespace[std::string(Runtime::SplitKey(d.key).first)].push_back(std::move(d));
-      }
+      (foreign[gate_.PartitionOfKey(d.key)] ? foreign_parked : own).push_back(std::move(d));
     }
-    for (auto& [name, deliveries] : by_namespace) {
-      absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
-      if (!ns.ok()) {
-        spdlog::error("cluster settle: {} expirations of namespace '{}' stay on disk unpublished: {}",
-                      deliveries.size(), name, ns.status().ToString());
-        continue;
-      }
-      (*ns)->outbox.Publish(std::move(deliveries), false);  // In delivery-id order, as recovery read them.
-    }
+    runtime_.PublishPersisted(std::move(own), "cluster settle");  // In delivery-id order, as recovery read them.
     dropped_expirations += foreign_parked.size();
     if (absl::Status s = DeleteExpirations(foreign_parked); !s.ok()) {
       spdlog::error("cluster settle: deleting expirations of partitions owned elsewhere failed: {}", s.ToString());

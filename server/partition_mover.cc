@@ -40,17 +40,20 @@ void Fill(v1::HandedOverTimer* out, const std::string& key, const std::string& p
 
 }  // namespace
 
-void PartitionMover::Authorize(grpc::ClientContext& context) const {
+std::string PartitionMover::MemberToken() const {
   const std::string& file = runtime_.options().cluster_token_file;
-  if (file.empty()) return;
+  if (file.empty()) return "";
   std::ifstream in(file);
   std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (!in || token.empty()) {
-    spdlog::error("cluster.token_file {} cannot be read or is empty: this hand-over call goes without a token", file);
-    return;
+    spdlog::error("cluster.token_file {} cannot be read or is empty: this hand-over's calls go without a token", file);
   }
-  context.AddMetadata("authorization", "Bearer " + token);
+  return token;
+}
+
+void PartitionMover::Authorize(grpc::ClientContext& context, const std::string& token) {
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
 }
 
 PartitionMover::PartitionMover(Runtime& runtime, PartitionGate& gate, ClusterNode& node, ClusterRouter& router)
@@ -144,13 +147,8 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
   std::vector<Delivery> expirations = ExtractExpirations(moving);
   step("export");
   auto put_back = [&] {
-    // Nothing left here: the expirations return to their outboxes (unreserved, like recovery's).
-    std::map<std::string, std::vector<Delivery>> by_namespace;
-    for (Delivery& d : expirations) by_namespace[std::string(Runtime::SplitKey(d.key).first)].push_back(std::move(d));
-    for (auto& [name, deliveries] : by_namespace) {
-      absl::StatusOr<NamespaceState*> ns = runtime_.namespaces().GetOrCreate(name);
-      if (ns.ok()) (*ns)->outbox.Publish(std::move(deliveries), false);
-    }
+    // Nothing moved: the expirations return to their outboxes.
+    runtime_.PublishPersisted(std::move(expirations), "hand-over undone");
     Unblock(partitions);
   };
 
@@ -161,6 +159,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     return target_incarnation.status();
   }
   auto stub = v1::ClusterService::NewStub(router_.Channel(target->second));
+  const std::string token = MemberToken();  // Read once per hand-over (rotation takes effect at the next).
   const std::string move_id = absl::StrCat(self, "-", std::chrono::system_clock::now().time_since_epoch().count());
   uint64_t timers = 0;
   v1::ImportPartitionsRequest chunk;
@@ -172,7 +171,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
     chunk.set_abort(abort);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    Authorize(context);
+    Authorize(context, token);
     v1::ImportPartitionsResponse response;
     absl::Status s = FromGrpc(stub->ImportPartitions(&context, chunk, &response),
                               absl::StrCat("import at ", request.to_member()));
@@ -247,7 +246,7 @@ absl::StatusOr<v1::MovePartitionsResponse> PartitionMover::RunMoveOut(const v1::
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    Authorize(context);
+    Authorize(context, token);
     v1::ActivatePartitionsRequest activate;
     activate.set_move_id(move_id);
     v1::ActivatePartitionsResponse response;
@@ -328,7 +327,7 @@ void PartitionMover::LeadOne(std::vector<Move> moves, std::shared_ptr<const Clus
   const std::string& from = moves.front().from;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
-  Authorize(context);
+  Authorize(context, MemberToken());
   v1::MovePartitionsResponse response;
   auto stub = v1::ClusterService::NewStub(router_.Channel(map->live.at(from)));
   {

@@ -88,8 +88,10 @@ class PartitionMover {
     bool complete = false;               // The last chunk arrived.
   };
 
-  // Adds the members' token (cluster.token_file) to a call to another member, if one is configured.
-  void Authorize(grpc::ClientContext& context) const;
+  // The members' token (cluster.token_file, read now), or "" when none is configured or it cannot be read.
+  std::string MemberToken() const;
+  // Adds `token` (MemberToken's) to a call to another member, unless it is empty.
+  static void Authorize(grpc::ClientContext& context, const std::string& token);
   absl::StatusOr<v1::MovePartitionsResponse> RunMoveOut(const v1::MovePartitionsRequest& request);
   absl::Status RunImport(const v1::ImportPartitionsRequest& request);
   absl::Status RunActivate(const std::string& move_id);

@@ -1,8 +1,7 @@
 #include "server/runtime.h"
 
-#include "server/partition_gate.h"
-
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -122,6 +121,20 @@ absl::Status Runtime::AdmitWrite(const absl::Status& admission, std::string_view
 
 void Runtime::ReleaseGated() {
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) Submit(shard, std::make_unique<ReleaseGatedCommand>());
+}
+
+void Runtime::PublishPersisted(std::vector<Delivery> deliveries, std::string_view what) {
+  std::map<std::string, std::vector<Delivery>> by_namespace;
+  for (Delivery& d : deliveries) by_namespace[std::string(SplitKey(d.key).first)].push_back(std::move(d));
+  for (auto& [name, batch] : by_namespace) {
+    absl::StatusOr<NamespaceState*> ns = namespaces_.GetOrCreate(name);
+    if (!ns.ok()) {
+      spdlog::error("{}: {} expirations of namespace '{}' stay on disk unpublished: {}", std::string(what),
+                    batch.size(), name, ns.status().ToString());
+      continue;
+    }
+    (*ns)->outbox.Publish(std::move(batch), false);
+  }
 }
 
 std::vector<Delivery> Runtime::TakeParkedExpirations() {

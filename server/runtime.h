@@ -80,6 +80,10 @@ class Runtime {
   absl::Status AdmitWrite(const absl::Status& admission, std::string_view key) const;
   // Asks every shard to offer its gated (and namespace-held) timers again: a partition opened.
   void ReleaseGated();
+  // Publishes persisted expirations into their namespaces' outboxes, unreserved like recovery's (what is on
+  // disk comes back even above the outbox bounds), keeping their order within each namespace. `what` names
+  // them in the error logged for a namespace that cannot be created (they stay on disk, unpublished).
+  void PublishPersisted(std::vector<Delivery> deliveries, std::string_view what);
   // Cluster mode: the expirations recovery read back, not yet published (the start-up settle publishes those
   // of partitions this member owns). Each call returns what was parked since the last one.
   std::vector<Delivery> TakeParkedExpirations();

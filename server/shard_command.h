@@ -21,6 +21,11 @@ namespace lawn {
 class Runtime;
 class NamespaceState;
 
+// A shard timer's namespace: its group (core's), without the group's trailing 0x00.
+inline std::string_view NamespaceOf(const TimerView& t) {
+  return t.group.empty() ? t.group : t.group.substr(0, t.group.size() - 1);
+}
+
 // Operations applied in one round, published to the metrics once per round.
 struct RoundCounters {
   uint64_t starts = 0;

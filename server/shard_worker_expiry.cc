@@ -18,15 +18,6 @@ void ShardWorker::SetTick(uint64_t tick_ns) {
   late_after_ns_ = std::max<uint64_t>(kLateAfterNs, tick_ns);
 }
 
-namespace {
-
-// A view's namespace: its group (core's), without the group's trailing 0x00.
-std::string_view NamespaceOf(const TimerView& t) {
-  return t.group.empty() ? t.group : t.group.substr(0, t.group.size() - 1);
-}
-
-}  // namespace
-
 uint64_t ShardWorker::NextDeliveryId() { return delivery_ids_.Next(TimeBase::WallNowNs() / 1'000'000); }
 
 AdmitDecision ShardWorker::Admit(const TimerView& t) {
