@@ -186,6 +186,73 @@ TEST_P(TimerStoreConformanceTest, AckDeletesOnlyThatOutboxEntry) {
   EXPECT_EQ(c.outbox[0].delivery_id, 2u);
 }
 
+TEST_P(TimerStoreConformanceTest, ReadTimerSeesWhatWasWrittenWithoutASync) {
+  ASSERT_TRUE(store().CanReadTimers());
+  StoreBatch b;
+  const std::string payload("\0p\xff", 3);
+  b.PutTimer(Key("ns", "a"), -5, 6, 7, payload);
+  WriteOk(b, SyncMode::kNoSync);
+  TimerCopy got;
+  absl::Status read = store().ReadTimer(Key("ns", "a"), [&](const StoredTimer& t) {
+    got = {std::string(t.key), t.deadline_unix_ns, t.ttl_ns, t.interval_ns, std::string(t.payload)};
+  });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(got, (TimerCopy{Key("ns", "a"), -5, 6, 7, payload}));
+  bool called = false;
+  EXPECT_EQ(store().ReadTimer(Key("ns", "b"), [&](const StoredTimer&) { called = true; }).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(called);
+}
+
+TEST_P(TimerStoreConformanceTest, DeleteFiredTimerIsADeleteThatNeedsNoSync) {
+  StoreBatch b;
+  b.PutTimer(Key("ns", "a"), 1, 0, 0, "");
+  b.PutTimer(Key("ns", "b"), 2, 0, 0, "");
+  WriteOk(b);
+  b.Clear();
+  b.DeleteFiredTimer(Key("ns", "a"));
+  EXPECT_FALSE(b.needs_sync());
+  b.DeleteExpiration(3);
+  EXPECT_FALSE(b.needs_sync());
+  WriteOk(b, SyncMode::kNoSync);
+  ASSERT_TRUE(store().Sync().ok());
+  Reopen();
+  EXPECT_EQ(TimerKeys(store()), std::vector<std::string>{Key("ns", "b")});
+}
+
+TEST_P(TimerStoreConformanceTest, RecoveryTurnsInPlaceMarkersIntoExpirations) {
+  StoreBatch b;
+  b.PutTimer(Key("ns", "fired"), 10, 2, 0, "pay");
+  b.PutTimer(Key("ns", "pending"), 20, 3, 0, "");
+  WriteOk(b);
+  b.Clear();
+  b.PutFiredMarker(40, Key("ns", "fired"), 11, 0);
+  b.PutFiredMarker(41, Key("ns", "gone"), 12, 0);  // Its timer is not there: dropped.
+  EXPECT_FALSE(b.needs_sync());
+  WriteOk(b, SyncMode::kNoSync);
+  Reopen();
+  const StoreContents want{
+      {{Key("ns", "pending"), 20, 3, 0, ""}},
+      {{40, {Key("ns", "fired"), 10, 2, 0, "pay"}, 11, 0}},
+  };
+  EXPECT_EQ(Contents(store()), want);
+  Reopen();  // Resolved on disk: the same again.
+  EXPECT_EQ(Contents(store()), want);
+}
+
+TEST_P(TimerStoreConformanceTest, AckOfAnInPlaceExpirationDeletesTimerAndMarker) {
+  StoreBatch b;
+  b.PutTimer(Key("ns", "a"), 10, 2, 0, "");
+  b.PutFiredMarker(5, Key("ns", "a"), 11, 0);
+  WriteOk(b);
+  b.Clear();
+  b.DeleteFiredTimer(Key("ns", "a"));
+  b.DeleteExpiration(5);
+  WriteOk(b);
+  Reopen();
+  EXPECT_EQ(Contents(store()), StoreContents{});
+}
+
 TEST_P(TimerStoreConformanceTest, BootEpochGrowsByOneAcrossReopens) {
   absl::StatusOr<uint64_t> first = store().NextBootEpoch();
   ASSERT_TRUE(first.ok()) << first.status();
