@@ -34,9 +34,6 @@ struct Delivery {
   uint64_t interval_ns = 0;
   uint32_t attempt = 0;  // Deliveries made so far; the next send carries attempt + 1.
   bool late = false;
-  // Fired in place: no outbox record was written; the timer's own record (timers column family, under `key`)
-  // stands for this expiration until its ack deletes it (storage/FORMAT.md, "In-place firing").
-  bool in_place = false;
 
   // Bytes this entry counts against max_outbox_bytes_per_namespace / max_outbox_bytes.
   uint64_t Charge() const { return ChargeFor(key.size(), payload.size()); }
@@ -46,14 +43,6 @@ struct Delivery {
   static uint64_t ChargeFor(size_t key_bytes, size_t payload_bytes) {
     return key_bytes + payload_bytes + kOutboxEntryOverheadBytes;
   }
-};
-
-// An expiration acked (or handed over): what its storage delete needs. `key` is set only for one fired in
-// place, whose record is the timer's own and is deleted by the shard that owns the key.
-struct AckedDelivery {
-  uint64_t delivery_id = 0;
-  std::string key;
-  bool operator==(const AckedDelivery&) const = default;
 };
 
 class Subscriber {

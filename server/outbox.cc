@@ -109,10 +109,7 @@ void Outbox::Requeue(uint64_t id, uint64_t ackable_by) {
   InFlight& entry = it->second;
   entry.holder->in_flight--;
   timeouts_.erase({entry.ack_deadline_ns, id});
-  if (ackable_by != 0) {
-    ackable_ready_[id] =
-        Ackable{ackable_by, entry.delivery.Charge(), entry.delivery.in_place ? entry.delivery.key : std::string()};
-  }
+  if (ackable_by != 0) ackable_ready_[id] = Ackable{ackable_by, entry.delivery.Charge()};
   // To the front: it was due before anything still waiting behind it.
   ready_.push_front(std::move(entry.delivery));
   in_flight_.erase(it);
@@ -191,8 +188,7 @@ size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t ma
   return taken;
 }
 
-AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count,
-                      std::vector<AckedDelivery>* acked) {
+AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<uint64_t>* acked) {
   AckResult result;
   std::vector<std::shared_ptr<Subscriber>> wake;
   {
@@ -208,9 +204,6 @@ AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count,
         entry.holder->in_flight--;
         timeouts_.erase({entry.ack_deadline_ns, id});
         Release(entry.delivery);
-        AckedDelivery& done = acked->emplace_back();
-        done.delivery_id = id;
-        if (entry.delivery.in_place) done.key = std::move(entry.delivery.key);
         in_flight_.erase(it);
       } else if (auto r = ackable_ready_.find(id); r != ackable_ready_.end()) {
         if (from.observe || r->second.subscriber_id != from.id) {
@@ -218,7 +211,6 @@ AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count,
           continue;
         }
         Unreserve(1, r->second.charge);
-        acked->push_back(AckedDelivery{id, std::move(r->second.in_place_key)});
         ackable_ready_.erase(r);
         acked_ready_.insert(id);
       } else {
@@ -226,6 +218,7 @@ AckResult Outbox::Ack(const Subscriber& from, const uint64_t* ids, size_t count,
         continue;
       }
       ++result.acked;
+      acked->push_back(id);
     }
     if (result.acked > 0) CollectWakeable(&wake);
   }

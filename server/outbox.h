@@ -109,9 +109,8 @@ class Outbox {
                    std::vector<Delivery>* out);
 
   // Acknowledges delivery ids on behalf of `from`; appends those it removed to `acked` (to delete from
-  // storage; with the key for those fired in place). Ids `from` does not hold change nothing and are counted
-  // in the result.
-  AckResult Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<AckedDelivery>* acked);
+  // storage). Ids `from` does not hold change nothing and are counted in the result.
+  AckResult Ack(const Subscriber& from, const uint64_t* ids, size_t count, std::vector<uint64_t>* acked);
 
   // Partition hand-over: removes every entry (ready or in flight) whose key `match`es and appends it to
   // `*out` (in flight ones with the attempts made so far, so the new owner redelivers them as unacked).
@@ -159,7 +158,6 @@ class Outbox {
   struct Ackable {
     uint64_t subscriber_id;
     uint64_t charge;
-    std::string in_place_key;  // Delivery::key when it fired in place (AckedDelivery::key), else empty.
   };
   absl::flat_hash_map<uint64_t, Ackable> ackable_ready_ ABSL_GUARDED_BY(mu_);
   // Ready entries acked while waiting (ids): already released from the counters; Next skips and forgets them.

@@ -92,20 +92,10 @@ std::vector<Delivery> PartitionMover::ExtractExpirations(const std::vector<bool>
 absl::Status PartitionMover::DeleteExpirations(const std::vector<Delivery>& expirations) {
   if (expirations.empty() || runtime_.store() == nullptr) return absl::OkStatus();
   StoreBatch batch;
-  std::vector<AckedDelivery> in_place;
-  for (const Delivery& d : expirations) {
-    if (d.in_place) {
-      in_place.push_back(AckedDelivery{d.delivery_id, d.key});
-    } else {
-      batch.DeleteExpiration(d.delivery_id);
-    }
-  }
-  // Fired in place: the record is the timer's own, deleted by its shard. One that came back after a crash
-  // would be a pending timer of a partition this member does not own, which the start-up settle drops.
-  runtime_.DeleteDelivered(std::move(in_place));
+  for (const Delivery& d : expirations) batch.DeleteExpiration(d.delivery_id);
   // Synced: one that came back after a crash would be delivered by this member, which no longer owns it,
   // as well as by the one that does.
-  return batch.empty() ? absl::OkStatus() : runtime_.store()->Write(batch, SyncMode::kSync);
+  return runtime_.store()->Write(batch, SyncMode::kSync);
 }
 
 void PartitionMover::SetDraining(std::string member, bool draining, std::function<void(absl::Status)> done) {

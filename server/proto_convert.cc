@@ -48,11 +48,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-std::string DescribeTimer(std::string_view key) {
-  const auto [ns, id] = Runtime::SplitKey(key);
-  return "timer '" + PrintableId(id) + "' in namespace '" + std::string(ns) + "'";
-}
-
 std::string PrintableId(std::string_view id) {
   constexpr size_t kMax = 64;
   std::string out;

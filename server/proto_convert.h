@@ -28,8 +28,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Printable form of an id (bytes) for error messages: C escapes, truncated.
 std::string PrintableId(std::string_view id);
-// "timer '<id>' in namespace '<ns>'" for a whole key (namespace \0 id), for error messages.
-std::string DescribeTimer(std::string_view key);
 
 // Page tokens: the last id of a page, hex-encoded.
 std::string EncodePageToken(std::string_view id);

@@ -95,27 +95,13 @@ bool Runtime::Overloaded(uint32_t shard) const {
   return workers_[shard]->queued() >= options_.max_queued_commands;
 }
 
-void Runtime::PersistAcks(NamespaceState* ns, std::vector<AckedDelivery> acked) {
-  if (acked.empty()) return;
-  DeleteDelivered(std::move(acked));
+void Runtime::PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids) {
+  if (delivery_ids.empty()) return;
+  if (store_ != nullptr) {
+    const uint32_t shard = static_cast<uint32_t>(delivery_ids.front() % workers_.size());
+    Submit(shard, std::make_unique<AckCommand>(std::move(delivery_ids)));
+  }
   MaybeReleaseHeld(ns);
-}
-
-void Runtime::DeleteDelivered(std::vector<AckedDelivery> done) {
-  if (store_ == nullptr || done.empty()) return;
-  const uint32_t shards = static_cast<uint32_t>(workers_.size());
-  const uint32_t any = static_cast<uint32_t>(done.front().delivery_id % shards);
-  bool all_on_any = true;
-  for (const AckedDelivery& d : done) all_on_any &= d.key.empty() || ShardFor(d.key) == any;
-  if (all_on_any) {  // The common case: one command, no copy.
-    Submit(any, std::make_unique<AckCommand>(std::move(done)));
-    return;
-  }
-  std::vector<std::vector<AckedDelivery>> by_shard(shards);
-  for (AckedDelivery& d : done) by_shard[d.key.empty() ? any : ShardFor(d.key)].push_back(std::move(d));
-  for (uint32_t shard = 0; shard < shards; ++shard) {
-    if (!by_shard[shard].empty()) Submit(shard, std::make_unique<AckCommand>(std::move(by_shard[shard])));
-  }
 }
 
 void Runtime::MaybeReleaseHeld(NamespaceState* ns) {

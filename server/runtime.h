@@ -98,11 +98,7 @@ class Runtime {
   bool Overloaded(uint32_t shard) const;
   // Deletes acked expirations from the store (asynchronously, through the workers), and releases the
   // timers the shards hold for `ns` if its outbox has room now.
-  void PersistAcks(NamespaceState* ns, std::vector<AckedDelivery> acked);
-  // The storage delete of expirations that are done here (acked, or handed over to another member), through
-  // the workers, unsynced: outbox records by any one shard, in-place ones by the shard of their key (the one
-  // that knows whether the record under the key is still theirs).
-  void DeleteDelivered(std::vector<AckedDelivery> done);
+  void PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids);
   // Asks every shard to offer the timers it holds for `ns` again, if some are held and the outbox has room.
   void MaybeReleaseHeld(NamespaceState* ns);
   // Changes every shard's tick (`tick_ns` in 1us..1s, checked by the caller); calls `done` with the previous

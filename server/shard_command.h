@@ -63,15 +63,6 @@ class ShardContext {
   virtual void ReleaseGated() = 0;
   // A new delivery id of this shard (for expirations handed over by another member).
   virtual uint64_t NextDeliveryId() = 0;
-  // In-place firing (storage/FORMAT.md): before `key` is written as a new pending timer, keeps the fired,
-  // unacked expiration its stored record stands for, by copying that record over its marker in the outbox
-  // column family in this round. Every write of a timer record must come after this. OK when there is none
-  // (always, without a store). An error (the record could not be read) refuses the write.
-  virtual absl::Status KeepFired(std::string_view key) = 0;
-  // The expiration `delivery_id` fired in place for `key` is done (acked or handed over): deletes its outbox
-  // record (marker or copy) and the timer's record if that still stands for it (with `write`; one not
-  // written is fired again after a restart).
-  virtual void ForgetFired(std::string_view key, uint64_t delivery_id, bool write) = 0;
 };
 
 class ShardCommand {

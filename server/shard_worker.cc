@@ -36,8 +36,7 @@ ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& r
       late_after_ns_(std::max<uint64_t>(kLateAfterNs, options.tick_ns)),
       shard_(options),
       open_(std::make_unique<ShardRound>()),
-      delivery_ids_(index),
-      in_place_(store != nullptr && store->CanReadTimers()) {}
+      delivery_ids_(index) {}
 
 ShardWorker::~ShardWorker() { Stop(); }
 

@@ -74,8 +74,6 @@ class ShardWorker final : private ShardContext {
   void SetTick(uint64_t tick_ns) override;
   void ReleaseGated() override { release_gated_ = true; }
   uint64_t NextDeliveryId() override;
-  absl::Status KeepFired(std::string_view key) override;
-  void ForgetFired(std::string_view key, uint64_t delivery_id, bool write) override;
   // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
@@ -93,8 +91,6 @@ class ShardWorker final : private ShardContext {
   void HandOffLocked();
   // Waits for the commit thread to finish everything handed to it, hands over the open round, waits again.
   void DrainCommits();
-  // Returns once round `seq` (a value of open_seq_) is written, handing the open round over if it is that one.
-  void CommitThrough(uint64_t seq);
   // The commit thread's loop, and one round's commit: write, answer, publish.
   void CommitLoop();
   void Commit(ShardRound& round);
@@ -120,19 +116,6 @@ class ShardWorker final : private ShardContext {
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   bool release_gated_ = false;             // Offer the timers held for closed partitions again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
-  // In-place firing (storage/FORMAT.md): a one-shot timer fires without a write; its stored record stands for
-  // the expiration until ForgetFired. These are those expirations, by a 64-bit hash of the key; `check` is a
-  // second, independent hash, so that two keys are never taken for one (a firing whose hash is taken by
-  // another key is written the usual way). `round`: the open_seq_ it fired in.
-  struct FiredInPlace {
-    uint64_t check;
-    uint64_t delivery_id;
-    int64_t fired_at_unix_ns;
-    uint64_t round;
-  };
-  const bool in_place_;  // The store can read a record back (KeepFired needs to).
-  absl::flat_hash_map<uint64_t, FiredInPlace> fired_in_place_;
-  uint64_t open_seq_ = 0;  // Worker thread: rounds handed to the commit thread so far; the open round's number.
 
   std::mutex mu_;
   std::condition_variable cv_;

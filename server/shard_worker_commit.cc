@@ -12,7 +12,6 @@
 namespace lawn {
 
 void ShardWorker::HandOffLocked() {
-  ++open_seq_;
   committing_ = std::move(open_);
   open_ = std::move(spare_);  // Given back by the commit thread whenever it is not busy.
   commit_busy_ = true;
@@ -38,15 +37,6 @@ void ShardWorker::DrainCommits() {
   commit_cv_.notify_one();
   lock.unlock();
   commit_thread_.join();
-}
-
-void ShardWorker::CommitThrough(uint64_t seq) {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !commit_busy_; });  // Every round handed over is written.
-  if (seq == open_seq_ && !open_->empty()) {
-    HandOffLocked();
-    cv_.wait(lock, [this] { return !commit_busy_; });
-  }
 }
 
 void ShardWorker::CommitLoop() {

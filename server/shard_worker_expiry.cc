@@ -2,15 +2,8 @@
 // skip), and the records a firing writes (the timer out or re-armed, the expiration into the outbox) in the
 // open round's batch. Runs on the worker thread, inside Apply.
 #include <algorithm>
-#include <functional>
-#include <string_view>
-
-#include "absl/hash/hash.h"
-#include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 
 #include "server/partition_gate.h"
-#include "server/proto_convert.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
 
@@ -77,18 +70,7 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
   d.ttl_ns = t.ttl_ns;
   d.interval_ns = t.interval_ns;
   d.late = now_mono_ns_ > t.deadline_ns + late_after_ns_;
-  // A one-shot timer fires in place: its record stays in `timers` and stands for the expiration, and only a
-  // small marker (delivery id, key, fired_at) is written, unsynced: lost in a crash, the timer fires again
-  // at recovery, which at-least-once allows. The ack deletes both (ForgetFired). The timer's bytes are not
-  // written a second time, nor deleted until the ack.
-  if (batch != nullptr && in_place_ && fired.next_deadline_ns == 0 &&
-      fired_in_place_
-          .try_emplace(absl::Hash<std::string_view>{}(d.key),
-                       FiredInPlace{std::hash<std::string_view>{}(d.key), d.delivery_id, fired_at, open_seq_})
-          .second) {
-    d.in_place = true;
-    batch->PutFiredMarker(d.delivery_id, d.key, fired_at, 0);
-  } else if (batch != nullptr) {
+  if (batch != nullptr) {
     // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
     // enters the outbox.
     if (fired.next_deadline_ns != 0) {
@@ -106,48 +88,6 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     runtime_.total_pending_bytes().fetch_sub(t.key_size() + t.payload.size(), std::memory_order_relaxed);
   }
   open_->deliveries.emplace_back(ns, std::move(d));
-}
-
-absl::Status ShardWorker::KeepFired(std::string_view key) {
-  if (fired_in_place_.empty()) return absl::OkStatus();
-  const uint64_t hash = absl::Hash<std::string_view>{}(key);
-  auto it = fired_in_place_.find(hash);
-  if (it == fired_in_place_.end() || it->second.check != std::hash<std::string_view>{}(key)) {
-    return absl::OkStatus();
-  }
-  const FiredInPlace fired = it->second;
-  // The record is read from the store, so the round that fired the timer (and every one before, its start's
-  // included) must be written first. Rare: a key started again before its expiration was delivered.
-  CommitThrough(fired.round);
-  absl::Status read = store_->ReadTimer(key, [&](const StoredTimer& t) {
-    // open_ may be a new round now; the command that called this one answers after its write. The whole
-    // record replaces the marker (same outbox key).
-    open_->batch.PutExpiration(fired.delivery_id, key, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload,
-                               fired.fired_at_unix_ns, 0);
-    open_->batch.DeleteTimer(key);
-  });
-  if (!read.ok() && read.code() != absl::StatusCode::kNotFound) {
-    return absl::UnavailableError(absl::StrCat("reading the stored record of ", DescribeTimer(key),
-                                               ", whose expiration is not yet acked, failed: ", read.message()));
-  }
-  if (!read.ok()) {
-    // Nothing to keep. The marker goes now: at recovery it would pair with the record written next.
-    spdlog::warn("{} fired in place but has no stored record", DescribeTimer(key));
-    open_->batch.DeleteExpiration(fired.delivery_id);
-  }
-  fired_in_place_.erase(hash);
-  return absl::OkStatus();
-}
-
-void ShardWorker::ForgetFired(std::string_view key, uint64_t delivery_id, bool write) {
-  auto it = fired_in_place_.find(absl::Hash<std::string_view>{}(key));
-  if (it != fired_in_place_.end() && it->second.check == std::hash<std::string_view>{}(key) &&
-      it->second.delivery_id == delivery_id) {
-    if (write) open_->batch.DeleteFiredTimer(key);
-    fired_in_place_.erase(it);
-  }
-  // The marker, or the whole record KeepFired made of it meanwhile.
-  if (write) open_->batch.DeleteExpiration(delivery_id);
 }
 
 void ShardWorker::Expire() {

@@ -106,7 +106,7 @@ void SubscribeReactor::OnReadDone(bool ok) {
     ns = ns_;
     handle = handle_;
   }
-  std::vector<AckedDelivery> acked;
+  std::vector<uint64_t> acked;
   const auto* ids = &request_.ack().delivery_ids();
   std::shared_ptr<SubscriptionRelay> relay;
   {

@@ -10,6 +10,11 @@ namespace lawn {
 
 namespace {
 
+std::string Describe(std::string_view key) {
+  const auto [ns, id] = Runtime::SplitKey(key);
+  return "timer '" + PrintableId(id) + "' in namespace '" + std::string(ns) + "'";
+}
+
 When WhenOf(const Runtime& runtime, bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
   // A deadline in the past maps to a monotonic time already passed: it fires at once.
   return by_ttl ? When::After(ttl_ns) : When::At(runtime.time().ToMono(deadline_unix_ns));
@@ -106,15 +111,8 @@ void StartCommand::Apply(ShardContext& ctx) {
     const std::optional<TimerView> existing = ctx.shard().Get(op.key);
     const bool exists = existing.has_value();
     if (exists && !op.replace) {
-      op.status = absl::AlreadyExistsError(DescribeTimer(op.key) + " already exists; set replace to overwrite it");
+      op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
       continue;
-    }
-    // A key that fired in place and is not yet acked: its record still stands for that expiration.
-    if (!exists) {
-      if (absl::Status kept = ctx.KeepFired(op.key); !kept.ok()) {
-        op.status = std::move(kept);
-        continue;
-      }
     }
     // Quotas are reserved before the start (optimistic add, rolled back on refusal or failure) so concurrent
     // shards never admit past a bound together. A replace changes the byte count only.
@@ -205,7 +203,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
   switch (kind_) {
     case Kind::kGet: {
       std::optional<TimerView> t = shard.Get(key_);
-      status_ = t ? absl::OkStatus() : absl::NotFoundError("no pending " + DescribeTimer(key_));
+      status_ = t ? absl::OkStatus() : absl::NotFoundError("no pending " + Describe(key_));
       if (t) fill(*t);
       return;
     }
@@ -227,7 +225,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
         runtime.total_pending().fetch_sub(1, std::memory_order_relaxed);
         runtime.total_pending_bytes().fetch_sub(bytes, std::memory_order_relaxed);
       } else {
-        status_ = absl::NotFoundError("no pending " + DescribeTimer(key_));
+        status_ = absl::NotFoundError("no pending " + Describe(key_));
       }
       return;
     }
@@ -243,7 +241,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
         wrote_ = true;
         ctx.counters().reschedules++;
       } else if (status_.code() == absl::StatusCode::kNotFound) {
-        status_ = absl::NotFoundError("no pending " + DescribeTimer(key_));
+        status_ = absl::NotFoundError("no pending " + Describe(key_));
       }
       return;
     }

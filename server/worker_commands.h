@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "server/delivery.h"
 #include "server/shard_command.h"
 
 namespace lawn {
@@ -132,24 +131,17 @@ class SetTickCommand final : public ShardCommand {
 // redelivery after a crash, which at-least-once allows.
 class AckCommand final : public ShardCommand {
  public:
-  // In-place ones (a key) must be on their key's shard (Runtime::DeleteDelivered).
-  explicit AckCommand(std::vector<AckedDelivery> acked) : acked_(std::move(acked)) {}
+  explicit AckCommand(std::vector<uint64_t> ids) : ids_(std::move(ids)) {}
   void Apply(ShardContext& ctx) override {
     // Below the free-space guard the deletes are dropped rather than written: a write refused by the guard
     // would put lawnd into the failed state, while a lost ack only means a redelivery after a restart.
-    const bool write = ctx.batch() != nullptr && ctx.write_admission().ok();
-    for (const AckedDelivery& d : acked_) {
-      if (!d.key.empty()) {
-        ctx.ForgetFired(d.key, d.delivery_id, write);
-      } else if (write) {
-        ctx.batch()->DeleteExpiration(d.delivery_id);
-      }
-    }
+    if (ctx.batch() == nullptr || !ctx.write_admission().ok()) return;
+    for (uint64_t id : ids_) ctx.batch()->DeleteExpiration(id);
   }
   void Done(const absl::Status&) override {}
 
  private:
-  std::vector<AckedDelivery> acked_;
+  std::vector<uint64_t> ids_;
 };
 
 }  // namespace lawn

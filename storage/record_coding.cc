@@ -84,26 +84,4 @@ bool DecodeExpirationValue(std::string_view value, StoredExpiration* expiration)
   return true;
 }
 
-void AppendMarkerValue(std::string* out, std::string_view key, int64_t fired_at_unix_ns, uint32_t attempt) {
-  out->push_back(static_cast<char>(kMarkerVersion));
-  AppendVarint(out, key.size());
-  out->append(key);
-  AppendVarint(out, ZigZagEncode(fired_at_unix_ns));
-  AppendVarint(out, attempt);
-}
-
-bool DecodeMarkerValue(std::string_view value, StoredExpiration* expiration) {
-  uint64_t fired_at = 0;
-  uint64_t attempt = 0;
-  if (!IsMarkerValue(value)) return false;
-  value.remove_prefix(1);
-  if (!ConsumeBytes(&value, &expiration->timer.key) || !ConsumeVarint(&value, &fired_at) ||
-      !ConsumeVarint(&value, &attempt) || attempt > UINT32_MAX || !value.empty()) {
-    return false;
-  }
-  expiration->fired_at_unix_ns = ZigZagDecode(fired_at);
-  expiration->attempt = static_cast<uint32_t>(attempt);
-  return true;
-}
-
 }  // namespace lawn::internal

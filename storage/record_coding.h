@@ -40,17 +40,4 @@ void AppendExpirationValue(std::string* out, std::string_view key, int64_t deadl
 // Fills every field of `expiration` but `delivery_id`.
 bool DecodeExpirationValue(std::string_view value, StoredExpiration* expiration);
 
-// First byte of an outbox value that is an in-place marker: the expiration of a one-shot timer that fired
-// without leaving `timers`; its timer fields are that timers record's.
-inline constexpr uint8_t kMarkerVersion = 2;
-
-// In-place marker value: 0x02, varint len + timer key, varint zigzag(fired_at), varint attempt.
-void AppendMarkerValue(std::string* out, std::string_view key, int64_t fired_at_unix_ns, uint32_t attempt);
-// Whether `value` is a marker (its first byte); it may still fail to decode.
-inline bool IsMarkerValue(std::string_view value) {
-  return !value.empty() && static_cast<uint8_t>(value.front()) == kMarkerVersion;
-}
-// Fills `expiration`'s timer.key, fired_at_unix_ns and attempt.
-bool DecodeMarkerValue(std::string_view value, StoredExpiration* expiration);
-
 }  // namespace lawn::internal

@@ -376,23 +376,15 @@ absl::Status RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>&
   std::string version;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatVersionKey, &version);
   if (s.ok()) {
-    if (version != std::to_string(kFormatVersion) && version != "1") {
+    if (version != std::to_string(kFormatVersion)) {
       return absl::FailedPreconditionError(
           absl::StrCat("data dir ", path, " has storage format version \"", absl::CHexEscape(version),
-                       "\"; this lawnd supports format versions 1 and ", kFormatVersion,
+                       "\"; this lawnd supports format version ", kFormatVersion,
                        " only (use the lawnd release that wrote it, or move the data dir away)"));
     }
     if (!unknown_cfs.empty()) {
       return absl::FailedPreconditionError(absl::StrCat("data dir ", path, " has unknown column family \"",
                                                         unknown_cfs.front(), "\"; not a lawn store?"));
-    }
-    if (version == "1") {
-      // Version 2 adds in-place markers to `outbox`; marked before any is written, so that an older lawnd
-      // refuses the dir instead of reading a marker as a corrupt record.
-      rocksdb::WriteOptions wo;
-      wo.sync = true;
-      return FromRocks(db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
-                       absl::StrCat("open ", path, ": upgrade format_version to ", kFormatVersion));
     }
     return absl::OkStatus();
   }
@@ -447,11 +439,6 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
         internal::AppendOutboxKey(&key, e.delivery_id);
         put_status = wb.Delete(r.outbox, key);
         break;
-      case StoreBatch::Op::kPutFiredMarker:
-        internal::AppendOutboxKey(&key, e.delivery_id);
-        internal::AppendMarkerValue(&value, e.key, e.fired_at_unix_ns, e.attempt);
-        put_status = wb.Put(r.outbox, key, value);
-        break;
       case StoreBatch::Op::kPutIncoming:
       case StoreBatch::Op::kDeleteIncoming:
         if (r.incoming == nullptr) {
@@ -492,55 +479,10 @@ absl::Status RocksDbTimerStore::Sync() {
   return absl::OkStatus();
 }
 
-absl::Status RocksDbTimerStore::ReadTimer(std::string_view key,
-                                          absl::FunctionRef<void(const StoredTimer&)> found) {
-  Rep& r = *rep_;
-  rocksdb::PinnableSlice value;
-  rocksdb::Status s = r.db->Get(rocksdb::ReadOptions(), r.timers, rocksdb::Slice(key.data(), key.size()), &value);
-  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat("no timers record with key 0x", Hex(key)));
-  LAWN_RETURN_IF_ERROR(FromRocks(s, "read a timers record"));
-  StoredTimer t;
-  t.key = key;
-  if (!internal::DecodeTimerValue(View(value), &t)) {
-    return absl::DataLossError(absl::StrCat("timers record with key 0x", Hex(key), " cannot be decoded"));
-  }
-  found(t);
-  return absl::OkStatus();
-}
-
-absl::Status RocksDbTimerStore::ResolveMarkers() {
-  Rep& r = *rep_;
-  StoreBatch resolve;
-  std::string value;
-  absl::Status st = r.Scan(r.outbox, nullptr, [&](std::string_view key, std::string_view marker) {
-    StoredExpiration e;
-    // One that does not decode is left for Recover's scan, which reports it.
-    if (!internal::IsMarkerValue(marker) || !internal::DecodeOutboxKey(key, &e.delivery_id) ||
-        !internal::DecodeMarkerValue(marker, &e)) {
-      return absl::OkStatus();
-    }
-    rocksdb::Status got = r.db->Get(rocksdb::ReadOptions(), r.timers, ToSlice(e.timer.key), &value);
-    if (got.IsNotFound()) {  // Nothing it could stand for (never written by lawnd; dropped for safety).
-      resolve.DeleteExpiration(e.delivery_id);
-      return absl::OkStatus();
-    }
-    LAWN_RETURN_IF_ERROR(FromRocks(got, "recover: read the timer of an in-place marker"));
-    if (!internal::DecodeTimerValue(value, &e.timer)) return absl::OkStatus();  // Recover reports the timer.
-    resolve.PutExpiration(e.delivery_id, e.timer.key, e.timer.deadline_unix_ns, e.timer.ttl_ns,
-                          e.timer.interval_ns, e.timer.payload, e.fired_at_unix_ns, e.attempt);
-    resolve.DeleteTimer(e.timer.key);
-    return absl::OkStatus();
-  });
-  LAWN_RETURN_IF_ERROR(st);
-  if (resolve.empty()) return absl::OkStatus();
-  return Write(resolve, SyncMode::kSync);
-}
-
 absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
                                         absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
                                         absl::FunctionRef<bool(const absl::Status&)> on_corrupt) {
   Rep& r = *rep_;
-  LAWN_RETURN_IF_ERROR(ResolveMarkers());
   // One snapshot for both column families: a concurrent expiry (timer out, outbox entry in) is seen either
   // entirely or not at all.
   const rocksdb::Snapshot* snapshot = r.db->GetSnapshot();

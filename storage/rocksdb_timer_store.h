@@ -58,9 +58,8 @@ class RocksDbTimerStore final : public TimerStore {
   static absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> Open(const RocksDbStoreOptions& options,
                                                                  rocksdb::Env& env);
 
-  // The storage format version this build writes (meta key "format_version"). It also opens version 1 (no
-  // in-place markers), marking it version 2 as it opens it.
-  static constexpr int kFormatVersion = 2;
+  // The storage format version this build reads and writes (meta key "format_version").
+  static constexpr int kFormatVersion = 1;
   // Subdirectory of the data dir where lawnd puts checkpoints (excluded from DataBytes).
   static constexpr char kCheckpointsDir[] = "checkpoints";
 
@@ -89,8 +88,6 @@ class RocksDbTimerStore final : public TimerStore {
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent
   // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.
   absl::StatusOr<uint64_t> DataBytes() const override;
-  bool CanReadTimers() const override { return true; }
-  absl::Status ReadTimer(std::string_view key, absl::FunctionRef<void(const StoredTimer&)> found) override;
 
   // Flushes every memtable and compacts every column family down to the last level, dropping tombstones.
   // Blocks until done. For tests and operators; the daemon relies on automatic compaction.
@@ -104,9 +101,6 @@ class RocksDbTimerStore final : public TimerStore {
  private:
   struct Rep;
   explicit RocksDbTimerStore(std::unique_ptr<Rep> rep);
-  // Recover's first step: every in-place marker in `outbox` becomes a whole expiration record and its timer
-  // leaves `timers`, in one synced write (storage/FORMAT.md, "In-place firing").
-  absl::Status ResolveMarkers();
 
   std::unique_ptr<Rep> rep_;
 };

@@ -55,12 +55,6 @@ void StoreBatch::DeleteTimer(std::string_view key) {
   needs_sync_ = true;
 }
 
-void StoreBatch::DeleteFiredTimer(std::string_view key) {
-  rep_.push_back(static_cast<char>(Op::kDeleteTimer));
-  PutBytes(key);
-  ++count_;
-}
-
 void StoreBatch::PutRecord(Op op, uint64_t id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
                            uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
                            uint32_t attempt) {
@@ -87,16 +81,6 @@ void StoreBatch::PutExpiration(uint64_t delivery_id, std::string_view key, int64
 void StoreBatch::DeleteExpiration(uint64_t delivery_id) {
   rep_.push_back(static_cast<char>(Op::kDeleteExpiration));
   AppendVarint(&rep_, delivery_id);
-  ++count_;
-}
-
-void StoreBatch::PutFiredMarker(uint64_t delivery_id, std::string_view key, int64_t fired_at_unix_ns,
-                                uint32_t attempt) {
-  rep_.push_back(static_cast<char>(Op::kPutFiredMarker));
-  AppendVarint(&rep_, delivery_id);
-  PutBytes(key);
-  AppendVarint(&rep_, ZigZagEncode(fired_at_unix_ns));
-  AppendVarint(&rep_, attempt);
   ++count_;
 }
 
@@ -145,12 +129,6 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
       case Op::kDeleteExpiration:
       case Op::kDeleteIncoming:
         e.delivery_id = r.Varint();
-        break;
-      case Op::kPutFiredMarker:
-        e.delivery_id = r.Varint();
-        e.key = r.Bytes();
-        e.fired_at_unix_ns = ZigZagDecode(r.Varint());
-        e.attempt = static_cast<uint32_t>(r.Varint());
         break;
       default:
         std::abort();

@@ -23,9 +23,6 @@ class StoreBatch {
     // member with their partition, kept until the partition is this member's. delivery_id is the staging id.
     kPutIncoming = 5,
     kDeleteIncoming = 6,
-    // In-place firing: the expiration `delivery_id` of the one-shot timer `key`, which stays in `timers` and
-    // stands for it (storage/FORMAT.md). Only key, fired_at and attempt are set.
-    kPutFiredMarker = 7,
   };
 
   // One decoded operation; views into the batch's buffer. Fields not used by `op` are zero/empty.
@@ -44,17 +41,10 @@ class StoreBatch {
   void PutTimer(std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,
                 std::string_view payload);
   void DeleteTimer(std::string_view key);
-  // The delete of a fired timer's record once its expiration is acked (in-place firing, see
-  // storage/FORMAT.md): the same operation as DeleteTimer, but it does not make the batch need a sync, as a
-  // lost one only means a redelivery.
-  void DeleteFiredTimer(std::string_view key);
   void PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
                      uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
                      uint32_t attempt);
   void DeleteExpiration(uint64_t delivery_id);
-  // A one-shot timer fired in place. Needs no sync: lost in a crash, the timer (still in `timers`) fires
-  // again at recovery, under a new delivery id.
-  void PutFiredMarker(uint64_t delivery_id, std::string_view key, int64_t fired_at_unix_ns, uint32_t attempt);
   void PutIncoming(uint64_t staging_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
                    uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns, uint32_t attempt);
   void DeleteIncoming(uint64_t staging_id);
@@ -66,8 +56,7 @@ class StoreBatch {
   }
   bool empty() const { return count_ == 0; }
   // Whether a `sync` write of this batch must reach stable storage before it is acknowledged: false when it
-  // holds only acks (expiration deletes, fired timers' deletes), whose loss in a crash means a redelivery,
-  // which at-least-once allows.
+  // holds only expiration deletes (acks), whose loss in a crash means a redelivery, which at-least-once allows.
   bool needs_sync() const { return needs_sync_; }
   size_t count() const { return count_; }
   size_t ByteSize() const { return rep_.size(); }

@@ -85,19 +85,6 @@ class TimerStore {
     return absl::OkStatus();
   }
 
-  // Whether ReadTimer is supported. lawnd fires a one-shot timer in place (no write: its stored record stands
-  // for the expiration until the ack deletes it) only with a store that can read that record back, to
-  // preserve it when the same key is started again before the ack.
-  virtual bool CanReadTimers() const { return false; }
-  // Hands the stored timer `key` to `found` (views valid during the call). It sees every write that returned
-  // before the call. NOT_FOUND when there is none; DATA_LOSS when it cannot be decoded; UNIMPLEMENTED when
-  // !CanReadTimers().
-  virtual absl::Status ReadTimer(std::string_view key, absl::FunctionRef<void(const StoredTimer&)> found) {
-    (void)key;
-    (void)found;
-    return absl::UnimplementedError("this store cannot read single timers");
-  }
-
   // A counter that grows by one on every call and survives restarts (used to make delivery ids unique
   // across restarts). Written synchronously.
   virtual absl::StatusOr<uint64_t> NextBootEpoch() = 0;

@@ -7,7 +7,6 @@
 //   * every view a decoder returns points into its input;
 //   * an expiration record decodes only if consumed exactly: its strict prefixes and the record with a byte
 //     appended are refused;
-//   * the same for in-place markers, which never decode as expiration records nor these as markers;
 //   * encode -> decode is exact for values taken from the input (FuzzedDataProvider), bit for bit.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -101,24 +100,6 @@ void DecodeRaw(std::string_view in) {
       FUZZ_CHECK(!DecodeExpirationValue(std::string(in) + '\0', &other), "trailing byte accepted");
     }
   }
-  {
-    StoredExpiration m;
-    if (DecodeMarkerValue(in, &m)) {
-      FUZZ_CHECK(IsMarkerValue(in) && Within(m.timer.key, in));
-      std::string enc;
-      AppendMarkerValue(&enc, m.timer.key, m.fired_at_unix_ns, m.attempt);
-      FUZZ_CHECK(enc.size() <= in.size());
-      StoredExpiration back;
-      FUZZ_CHECK(DecodeMarkerValue(enc, &back) && back.timer.key == m.timer.key &&
-                 back.fired_at_unix_ns == m.fired_at_unix_ns && back.attempt == m.attempt);
-      StoredExpiration other;
-      for (size_t n = 0; n < in.size(); ++n) {
-        FUZZ_CHECK(!DecodeMarkerValue(in.substr(0, n), &other), "a %zu-byte marker prefix decoded", n);
-      }
-      FUZZ_CHECK(!DecodeMarkerValue(std::string(in) + '\0', &other), "trailing byte accepted by a marker");
-      FUZZ_CHECK(!DecodeExpirationValue(in, &other), "a marker decoded as a whole expiration record");
-    }
-  }
 }
 
 void EncodeThenDecode(const uint8_t* data, size_t size) {
@@ -151,13 +132,6 @@ void EncodeThenDecode(const uint8_t* data, size_t size) {
   AppendExpirationValue(&again, e.timer.key, e.timer.deadline_unix_ns, e.timer.ttl_ns, e.timer.interval_ns,
                         e.timer.payload, e.fired_at_unix_ns, e.attempt);
   FUZZ_CHECK(again == expiration_value);
-
-  std::string marker;
-  AppendMarkerValue(&marker, key, fired_at, attempt);
-  StoredExpiration m;
-  FUZZ_CHECK(DecodeMarkerValue(marker, &m) && m.timer.key == key && m.fired_at_unix_ns == fired_at &&
-             m.attempt == attempt);
-  FUZZ_CHECK(!DecodeExpirationValue(marker, &e) && !DecodeMarkerValue(expiration_value, &m));
 
   std::string key_bytes;
   AppendOutboxKey(&key_bytes, ttl);

@@ -170,7 +170,7 @@ TEST_F(CommitPipelineTest, RoundsOfAcksAloneAreWrittenWithoutASync) {
   ASSERT_TRUE(put->WaitDone().ok());
   const uint64_t syncs = store_->inner.sync_count();
   const int writes = store_->writes();
-  runtime_->Submit(0, std::make_unique<AckCommand>(std::vector<AckedDelivery>{{1, ""}, {2, ""}, {3, ""}}));
+  runtime_->Submit(0, std::make_unique<AckCommand>(std::vector<uint64_t>{1, 2, 3}));
   // A later synced round, to know the ack round has been committed (rounds commit in order).
   std::shared_ptr<PutState> after = Put(*runtime_, std::string("ns\0b", 4));
   ASSERT_TRUE(after->WaitDone().ok());

@@ -44,7 +44,7 @@ class OutboxBatchTest : public ::testing::Test {
     return ids;
   }
   AckResult Ack(const Subscriber& s, std::vector<uint64_t> ids) {
-    std::vector<AckedDelivery> scratch;
+    std::vector<uint64_t> scratch;
     return outbox_.Ack(s, ids.data(), ids.size(), &scratch);
   }
   OutboxBudget budget_;
@@ -174,7 +174,7 @@ TEST(OutboxBatchDifferentialTest, NextBatchMatchesRepeatedNext) {
             if (rng() % 2 == 0) ids.push_back(id);
           }
           if (rng() % 4 == 0) ids.push_back(next_id + 1000);
-          std::vector<AckedDelivery> acked_a, acked_b;
+          std::vector<uint64_t> acked_a, acked_b;
           const AckResult ra = batched.Ack(*subs_a[i], ids.data(), ids.size(), &acked_a);
           const AckResult rb = oracle.Ack(*subs_b[i], ids.data(), ids.size(), &acked_b);
           EXPECT_EQ(acked_a, acked_b);

@@ -17,11 +17,9 @@ namespace lawn {
 namespace {
 
 using storage_test::Contents;
-using storage_test::ExpirationCopy;
 using storage_test::Key;
 using storage_test::StoreContents;
 using storage_test::TempDir;
-using storage_test::TimerCopy;
 using storage_test::TimerKeys;
 
 absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> OpenAt(const std::string& path,
@@ -53,35 +51,11 @@ TEST(RocksDbTimerStoreTest, RefusesUnknownFormatVersionNamingBoth) {
   TempDir dir;
   const std::string path = dir.Sub("data");
   ASSERT_NE(MustOpen(path), nullptr);  // Creates the store, closes it.
-  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "3").ok());
+  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "2").ok());
   absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = OpenAt(path);
   ASSERT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
-  EXPECT_NE(store.status().message().find("format version \"3\""), std::string::npos) << store.status();
-  EXPECT_NE(store.status().message().find("supports format versions 1 and 2"), std::string::npos)
-      << store.status();
-}
-
-TEST(RocksDbTimerStoreTest, OpensAVersionOneStoreKeepingItsRecordsAndMarksItVersionTwo) {
-  TempDir dir;
-  const std::string path = dir.Sub("data");
-  {
-    auto store = MustOpen(path);
-    StoreBatch b;
-    b.PutTimer(Key("ns", "t"), 5, 1, 0, "p");
-    b.PutExpiration(7, Key("ns", "e"), 3, 1, 0, "q", 4, 0);
-    ASSERT_TRUE(store->Write(b, SyncMode::kSync).ok());
-  }
-  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "1").ok());  // As a version-1 lawnd left it.
-  {
-    auto store = MustOpen(path);
-    ASSERT_NE(store, nullptr);
-    const StoreContents c = Contents(*store);
-    EXPECT_EQ(c.timers, (std::vector<TimerCopy>{{Key("ns", "t"), 5, 1, 0, "p"}}));
-    EXPECT_EQ(c.outbox, (std::vector<ExpirationCopy>{{7, {Key("ns", "e"), 3, 1, 0, "q"}, 4, 0}}));
-  }
-  // Marked version 2: a version-1 lawnd would now refuse it rather than misread an in-place marker.
-  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "2").ok());
-  EXPECT_NE(MustOpen(path), nullptr);
+  EXPECT_NE(store.status().message().find("format version \"2\""), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("supports format version 1"), std::string::npos) << store.status();
 }
 
 TEST(RocksDbTimerStoreTest, CorruptRecordsAreSkippedWhenTheHandlerSaysSo) {

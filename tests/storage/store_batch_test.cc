@@ -54,8 +54,6 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
   b.DeleteExpiration(0);
   b.PutIncoming(42, key, 7, 8, 9, payload, 10, 3);
   b.DeleteIncoming(kUMax);
-  b.PutFiredMarker(kUMax, key, kMin, std::numeric_limits<uint32_t>::max());
-  b.DeleteFiredTimer(key);
 
   const std::vector<EntryCopy> want = {
       {Op::kPutTimer, key, 0, kMin, kUMax, 0, payload, 0, 0},
@@ -68,8 +66,6 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
       {Op::kDeleteExpiration, "", 0, 0, 0, 0, "", 0, 0},
       {Op::kPutIncoming, key, 42, 7, 8, 9, payload, 10, 3},
       {Op::kDeleteIncoming, "", kUMax, 0, 0, 0, "", 0, 0},
-      {Op::kPutFiredMarker, key, kUMax, 0, 0, 0, "", kMin, std::numeric_limits<uint32_t>::max()},
-      {Op::kDeleteTimer, key, 0, 0, 0, 0, "", 0, 0},
   };
   EXPECT_EQ(Entries(b), want);
   EXPECT_EQ(b.count(), want.size());
@@ -89,15 +85,12 @@ TEST(StoreBatchTest, ClearEmptiesTheBatchForReuse) {
   EXPECT_EQ(Entries(b)[0].key, "b");
 }
 
-// Acks (expiration deletes, fired timers' deletes) and in-place markers alone are not worth an fsync;
-// anything else in the batch is.
+// Acks (expiration deletes) alone are not worth an fsync; anything else in the batch is.
 TEST(StoreBatchTest, OnlyAckOnlyBatchesSkipTheSync) {
   StoreBatch b;
   EXPECT_FALSE(b.needs_sync());
   b.DeleteExpiration(7);
   b.DeleteExpiration(8);
-  b.DeleteFiredTimer("f");
-  b.PutFiredMarker(9, "f", 1, 0);
   EXPECT_FALSE(b.needs_sync());
   b.DeleteTimer("k");
   EXPECT_TRUE(b.needs_sync());

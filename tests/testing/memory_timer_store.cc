@@ -54,12 +54,6 @@ void MemoryTimerStore::Apply(const StoreBatch& batch, State& state) {
       case StoreBatch::Op::kDeleteExpiration:
         state.outbox.erase(e.delivery_id);
         break;
-      case StoreBatch::Op::kPutFiredMarker: {
-        Expiration marker{std::string(e.key), Timer{}, e.fired_at_unix_ns, e.attempt};
-        marker.in_place = true;
-        state.outbox.insert_or_assign(e.delivery_id, std::move(marker));
-        break;
-      }
       case StoreBatch::Op::kPutIncoming:
         state.incoming.insert_or_assign(e.delivery_id, Expiration{std::string(e.key),
                                                                   Timer{e.deadline_unix_ns, e.ttl_ns,
@@ -102,28 +96,6 @@ absl::Status MemoryTimerStore::Sync() {
 absl::Status MemoryTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
                                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
                                        absl::FunctionRef<bool(const absl::Status&)> /*on_corrupt*/) {
-  {
-    // As the disk store: markers become whole outbox records first (one synced write).
-    absl::MutexLock l(&mu_);
-    StoreBatch resolve;
-    for (const auto& [id, e] : live_.outbox) {
-      if (!e.in_place) continue;
-      auto t = live_.timers.find(e.key);
-      if (t == live_.timers.end()) {
-        resolve.DeleteExpiration(id);
-        continue;
-      }
-      resolve.PutExpiration(id, e.key, t->second.deadline_unix_ns, t->second.ttl_ns, t->second.interval_ns,
-                            t->second.payload, e.fired_at_unix_ns, e.attempt);
-      resolve.DeleteTimer(e.key);
-    }
-    if (!resolve.empty()) {
-      if (!fail_with_.ok()) return fail_with_;
-      Apply(resolve, live_);
-      if (options_.simulate_power_loss) unsynced_.push_back(resolve);
-      MarkSynced();
-    }
-  }
   absl::ReaderMutexLock l(&mu_);
   for (const auto& [key, t] : live_.timers) {
     on_timer(StoredTimer{key, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload});
@@ -145,15 +117,6 @@ absl::Status MemoryTimerStore::ForEachIncoming(absl::FunctionRef<void(const Stor
         StoredTimer{e.key, e.timer.deadline_unix_ns, e.timer.ttl_ns, e.timer.interval_ns, e.timer.payload},
         e.fired_at_unix_ns, e.attempt});
   }
-  return absl::OkStatus();
-}
-
-absl::Status MemoryTimerStore::ReadTimer(std::string_view key, absl::FunctionRef<void(const StoredTimer&)> found) {
-  absl::ReaderMutexLock l(&mu_);
-  auto it = live_.timers.find(key);
-  if (it == live_.timers.end()) return absl::NotFoundError("no such timer");
-  const Timer& t = it->second;
-  found(StoredTimer{it->first, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload});
   return absl::OkStatus();
 }
 

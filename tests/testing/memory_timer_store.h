@@ -52,8 +52,6 @@ class MemoryTimerStore final : public TimerStore {
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override;
   absl::Status Sync() override;
   absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) override;
-  bool CanReadTimers() const override { return true; }
-  absl::Status ReadTimer(std::string_view key, absl::FunctionRef<void(const StoredTimer&)> found) override;
   using TimerStore::Recover;
   absl::Status Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
@@ -72,7 +70,6 @@ class MemoryTimerStore final : public TimerStore {
     Timer timer;
     int64_t fired_at_unix_ns = 0;
     uint32_t attempt = 0;
-    bool in_place = false;  // A marker (StoreBatch::PutFiredMarker): `timer` is the one under `key` in timers.
   };
   struct State {
     std::map<std::string, Timer, std::less<>> timers;
