@@ -4,6 +4,7 @@
 // restart come in. (Memory durability writes nothing; restart_test covers it.)
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
