@@ -277,10 +277,11 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
 
 OutboxCounters Outbox::Counters() const {
   absl::MutexLock lock(&mu_);
-  uint64_t relays = 0;
-  for (const auto& s : subscribers_) relays += s->relay ? 1 : 0;
-  uint64_t relayed_observers = 0;
-  for (const auto& s : observers_) relayed_observers += s->relay ? 1 : 0;
+  auto relays_in = [](const std::vector<std::shared_ptr<Subscriber>>& list) {
+    return static_cast<uint64_t>(std::count_if(list.begin(), list.end(), [](const auto& s) { return s->relay; }));
+  };
+  const uint64_t relays = relays_in(subscribers_);
+  const uint64_t relayed_observers = relays_in(observers_);
   OutboxCounters c;
   c.ready = ready_.size() - acked_ready_.size();
   c.in_flight = in_flight_.size();

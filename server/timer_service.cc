@@ -425,15 +425,16 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TimerServiceImpl::S
   absl::StatusOr<Caller> caller = Authenticate(context, "Subscribe");
   // While recovering, the outboxes are not back yet; while draining, the stream would end at once.
   absl::Status admission = caller.ok() ? Admit(false) : caller.status();
+  const bool cluster = cluster_mode_.load(std::memory_order_acquire);
+  // Another member's relay: counted apart in the stats (still against max_subscribers_per_namespace).
+  const bool relayed = cluster && ClusterRouter::IsForwarded(*context);
   ClusterRouter* relay = nullptr;
   std::vector<std::pair<std::string, std::string>> metadata;
-  if (admission.ok() && cluster_mode_.load(std::memory_order_acquire) && !ClusterRouter::IsForwarded(*context)) {
+  if (admission.ok() && cluster && !relayed) {
     relay = router_.load(std::memory_order_acquire);
     if (relay == nullptr) admission = absl::UnavailableError("lawnd is joining its cluster; retry shortly");
     metadata = ClusterRouter::CallerMetadata(*context);  // The caller's token goes with the relayed streams.
   }
-  // Another member's relay: counted apart in the stats (still against max_subscribers_per_namespace).
-  const bool relayed = cluster_mode_.load(std::memory_order_acquire) && ClusterRouter::IsForwarded(*context);
   return new SubscribeReactor(runtime_, streams_, ToGrpcStatus(admission), caller.ok() ? *caller : Caller(), auth_,
                               relay, std::move(metadata), relayed);
 }
