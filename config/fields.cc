@@ -74,6 +74,7 @@ constexpr Field kFields[] = {
      Nanos(std::chrono::seconds(10))},
     {"min_free_disk_bytes", FieldKind::kBytes, &Options::min_free_disk_bytes, 0, kUnbounded,
      "(0 = no check)"},
+    {"write_buffer_bytes", FieldKind::kBytes, &Options::write_buffer_bytes, 16 * kMiB, 64 * 1024 * kMiB},
     {"max_message_bytes", FieldKind::kBytes, &Options::max_message_bytes, 64 * kKiB, 64 * kMiB},
     {"shutdown_timeout", FieldKind::kDuration, &Options::shutdown_timeout, 0,
      Nanos(std::chrono::minutes(10))},

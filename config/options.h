@@ -162,6 +162,11 @@ struct Options {
   // 0 disables the check. Default 268435456 (256 MiB).
   uint64_t min_free_disk_bytes = uint64_t{256} * 1024 * 1024;
 
+  // Memory RocksDB keeps recent writes in before flushing them to files (all column families together; a
+  // restart replays at most about this much WAL). Large enough by default that a burst of a million
+  // short-lived timers is started, fired and acked without a flush. Allowed 16MiB..64GiB. Default 256 MiB.
+  uint64_t write_buffer_bytes = uint64_t{256} * 1024 * 1024;
+
   // gRPC maximum receive message size, in bytes. Allowed 64KiB..64MiB. Default 4194304 (4 MiB).
   uint32_t max_message_bytes = 4 * 1024 * 1024;
 

@@ -133,6 +133,7 @@ absl::Status LawnServer::Start() {
     store_options.path = options_.data_dir;
     store_options.staging = cluster_mode;  // Partition hand-overs stage expirations there.
     store_options.min_free_disk_bytes = options_.min_free_disk_bytes;
+    store_options.write_buffer_bytes = options_.write_buffer_bytes;
     absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened =
         open_store_ ? open_store_(store_options) : RocksDbTimerStore::Open(store_options);
     if (!opened.ok()) return opened.status();

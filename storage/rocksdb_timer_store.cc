@@ -88,11 +88,14 @@ rocksdb::CompressionType PickCompression() {
 
 // Options for the two big column families; see "Space reclamation" in FORMAT.md for the reasons.
 rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::TableFactory>& table,
-                                             rocksdb::CompressionType compression) {
+                                             rocksdb::CompressionType compression, uint64_t write_buffer_bytes) {
   rocksdb::ColumnFamilyOptions cf;
   cf.table_factory = table;
   cf.compression = compression;
-  cf.write_buffer_size = 16 << 20;
+  // Half the total each: a timer's put and the delete of its firing (an expiration's put and the delete of
+  // its ack) that meet in one memtable never reach a file together, and flushes and compactions stay off the
+  // two cores while a burst fires (BENCHMARKS.md section 18).
+  cf.write_buffer_size = static_cast<size_t>(write_buffer_bytes / 2);
   cf.max_write_buffer_number = 2;
   // An append-only vector memtable, sorted once when it is flushed (on a background thread): lawnd never
   // reads these column families while running (only Recover scans them, at start), so the skiplist's ordered
@@ -268,6 +271,11 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(
 absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const RocksDbStoreOptions& options,
                                                                            rocksdb::Env& env) {
   if (options.path.empty()) return absl::InvalidArgumentError("storage path is empty; set the data dir");
+  if (options.write_buffer_bytes < RocksDbStoreOptions::kMinWriteBufferBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("write buffer of ", options.write_buffer_bytes,
+                                                   " bytes is too small; allowed ", RocksDbStoreOptions::kMinWriteBufferBytes,
+                                                   " or more (config key write_buffer_bytes)"));
+  }
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
   rep->min_free_disk_bytes = options.min_free_disk_bytes;
@@ -291,8 +299,8 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   db_options.allow_concurrent_memtable_write = false;
   // WAL files are freed once every column family with data in them has flushed; this bound forces the
   // flush of a quiet column family (meta) that would otherwise pin old WALs.
-  db_options.max_total_wal_size = 64 << 20;
-  db_options.db_write_buffer_size = 64 << 20;
+  db_options.max_total_wal_size = options.write_buffer_bytes;
+  db_options.db_write_buffer_size = static_cast<size_t>(options.write_buffer_bytes);
   db_options.recycle_log_file_num = 0;
   db_options.max_manifest_file_size = 16 << 20;
   db_options.keep_log_file_num = 3;
@@ -305,7 +313,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   table_options.block_size = 16 << 10;  // Recovery scans everything; larger blocks read faster.
   // No filter policy: timers are only ever scanned, never looked up by key.
   auto table = std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table_options));
-  const rocksdb::ColumnFamilyOptions record_cf = RecordCfOptions(table, PickCompression());
+  const rocksdb::ColumnFamilyOptions record_cf = RecordCfOptions(table, PickCompression(), options.write_buffer_bytes);
   rocksdb::ColumnFamilyOptions meta_cf;  // Also used for "default", which lawn leaves empty.
   meta_cf.table_factory = table;
   meta_cf.compression = rocksdb::kNoCompression;

@@ -38,6 +38,12 @@ struct RocksDbStoreOptions {
   // Size of the block cache shared by the column families, in bytes. Default 64 MiB. Recovery bypasses it.
   uint64_t block_cache_bytes = uint64_t{64} << 20;
 
+  // Memtable memory of all column families together (config key write_buffer_bytes), in bytes; also the WAL
+  // size that forces a flush. `timers` and `outbox` each flush at half of it. Default 256 MiB: a burst of a
+  // million timers started, fired and acked within it never reaches a file (FORMAT.md, "Space reclamation").
+  uint64_t write_buffer_bytes = uint64_t{256} << 20;
+  static constexpr uint64_t kMinWriteBufferBytes = uint64_t{2} << 20;
+
   // A cluster member's store: creates the `incoming` column family (the staging area of partition
   // hand-overs, FORMAT.md) if it is missing. A store that has one opens with or without this.
   bool staging = false;

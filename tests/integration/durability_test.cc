@@ -255,7 +255,10 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
     std::string path;
     ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
   } unmount{mnt};
-  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\n");
+  // A small write buffer: RocksDB preallocates each WAL file at ~0.55x write_buffer_bytes, which the default
+  // (256 MiB) would take most of this disk for.
+  const std::string config =
+      WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n");
   LawndProcess lawnd(mnt + "/data", {"--config", config});
   lawnd.Start();
   auto stub = lawnd.stub();

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "storage/store_batch.h"
@@ -177,6 +179,57 @@ TEST(RocksDbTimerStoreTest, CheckpointRefusesAnExistingDir) {
 
 // Deleted and fired timers must not make the data dir grow without bound while long-lived timers stay
 // (beanstalkd's binlog could never be freed while one old job lived in it).
+// write_buffer_bytes reaches RocksDB: 100,000 timers (~20 MiB of puts and deletes) started and fired stay in
+// the default memtables and never reach a table file, while a 4 MiB write buffer flushes them to files.
+int TableFiles(const std::string& path) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) n += entry.path().extension() == ".sst";
+  return n;
+}
+
+int TableFilesAfterChurn(const std::string& path, uint64_t write_buffer_bytes) {
+  RocksDbStoreOptions options;
+  options.path = path;
+  options.min_free_disk_bytes = 0;
+  options.write_buffer_bytes = write_buffer_bytes;
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return -1;
+  const std::string payload(64, 'p');
+  StoreBatch b;
+  uint64_t id = 0;
+  for (int i = 0; i < 100000; i += 1000) {
+    b.Clear();
+    for (int j = i; j < i + 1000; ++j) b.PutTimer(Key("short", std::to_string(j)), 1, 0, 0, payload);
+    EXPECT_TRUE((*store)->Write(b, SyncMode::kNoSync).ok());
+    b.Clear();
+    for (int j = i; j < i + 1000; ++j) {
+      b.DeleteTimer(Key("short", std::to_string(j)));
+      b.PutExpiration(++id, Key("short", std::to_string(j)), 1, 0, 0, payload, 2, 0);
+    }
+    EXPECT_TRUE((*store)->Write(b, SyncMode::kNoSync).ok());
+  }
+  // Flushes run in the background; give a triggered one time to write its file.
+  for (int i = 0; i < 100 && TableFiles(path) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return TableFiles(path);
+}
+
+TEST(RocksDbTimerStoreTest, WriteBufferBytesDecidesWhenMemtablesFlush) {
+  TempDir dir;
+  EXPECT_EQ(TableFilesAfterChurn(dir.Sub("default"), RocksDbStoreOptions{}.write_buffer_bytes), 0);
+  EXPECT_GT(TableFilesAfterChurn(dir.Sub("small"), uint64_t{4} << 20), 0);
+}
+
+TEST(RocksDbTimerStoreTest, WriteBufferBelowTheMinimumIsInvalidArgument) {
+  TempDir dir;
+  RocksDbStoreOptions options;
+  options.path = dir.Sub("data");
+  options.write_buffer_bytes = RocksDbStoreOptions::kMinWriteBufferBytes - 1;
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("write_buffer_bytes"), std::string::npos) << store.status();
+}
+
 TEST(RocksDbTimerStoreTest, ChurnDoesNotGrowTheDataDir) {
   TempDir dir;
   auto store = MustOpen(dir.Sub("data"));
