@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "config/config.h"
 #include "server/lawn_server.h"
 #include "server/logging.h"
@@ -25,6 +26,12 @@ constexpr int kExitRecoveryFailed = 3;
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian builds Abseil without NDEBUG, so by default every absl::Mutex lock and unlock records the lock
+  // order in one process-wide graph under one global spin lock: a lock shared by every shard and gRPC thread
+  // on the hot path (3-4% of lawnd's CPU in unary calls, BENCHMARKS.md section 19). Lock order stays checked
+  // where it costs nothing in production: the unit tests keep Abseil's detection on, and the TSan build
+  // reports lock-order inversions.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (!lawn::SignalPipe::Install({SIGTERM, SIGINT})) {
     std::perror("lawnd: cannot install the SIGTERM handler");
     return 1;
