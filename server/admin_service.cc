@@ -17,7 +17,8 @@ namespace lawn {
 namespace {
 
 // Free space a checkpoint needs beyond the guard: SST files are hard links, but the WAL, MANIFEST and
-// OPTIONS files are copied.
+// OPTIONS files are copied. (The flush of the memtables a checkpoint begins with is within the guard's own
+// reserve of write_buffer_bytes.)
 constexpr uint64_t kCheckpointHeadroomBytes = uint64_t{64} << 20;
 
 std::filesystem::path CheckpointsDir(const std::string& data_dir) {

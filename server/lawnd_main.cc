@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -29,9 +31,12 @@ int main(int argc, char** argv) {
   // Debian builds Abseil without NDEBUG, so by default every absl::Mutex lock and unlock records the lock
   // order in one process-wide graph under one global spin lock: a lock shared by every shard and gRPC thread
   // on the hot path (3-4% of lawnd's CPU in unary calls, BENCHMARKS.md section 19). Lock order stays checked
-  // where it costs nothing in production: the unit tests keep Abseil's detection on, and the TSan build
-  // reports lock-order inversions.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // where it costs nothing in production: the tests run lawnd with LAWN_MUTEX_DEADLOCK_CHECK=1, which keeps
+  // Abseil's detection (a lock-order cycle aborts), the unit tests keep it too, and the TSan build reports
+  // lock-order inversions.
+  if (const char* check = std::getenv("LAWN_MUTEX_DEADLOCK_CHECK"); check == nullptr || std::string(check) != "1") {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
   if (!lawn::SignalPipe::Install({SIGTERM, SIGINT})) {
     std::perror("lawnd: cannot install the SIGTERM handler");
     return 1;

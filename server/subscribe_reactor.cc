@@ -240,19 +240,29 @@ void SubscribeReactor::TrySend() {
       std::abort();
     }
     batch_.clear();  // The outbox holds them until acked; this copy's payloads need not wait for the next write.
-    relayed_.clear();
+    DropRelayed();
+    // Reused messages keep their strings' capacity: after a batch of large payloads, let them go, so an idle
+    // stream holds a few KiB, not up to kMaxBatchBytes.
+    if (local_bytes > kMaxReusedBytes) response_.Clear();
   }
   StartWrite(&write_buf_);
 }
 
 void SubscribeReactor::FillResponse() {
-  // The messages are reused from write to write (their allocations with them): every field is set each time.
+  // The messages are reused from write to write with their submessages and strings (their allocations with
+  // them), and every field is set each time. Not Clear(): off an arena, proto3's generated Clear deletes the
+  // singular submessages (the Timer, its Timestamp and Durations, fired_at), which cost each expiration about
+  // seven mallocs and frees on gRPC's thread (BENCHMARKS.md section 20).
   google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
-  many->Clear();  // Keeps the cleared elements for add_expirations to reuse.
+  int used = 0;
+  auto next = [&]() -> v1::Expiration* {
+    if (max_batch_ == 0) return response_.mutable_expiration();
+    return used < many->size() ? many->Mutable(used++) : (++used, many->Add());
+  };
   Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
   const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
   for (const Delivery& d : batch_) {
-    v1::Expiration* e = max_batch_ == 0 ? response_.mutable_expiration() : many->Add();
+    v1::Expiration* e = next();
     FillTimer(d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns, e->mutable_timer());
     SetTimestamp(d.fired_at_unix_ns, e->mutable_fired_at());
     e->set_delivery_id(d.delivery_id);
@@ -268,10 +278,23 @@ void SubscribeReactor::FillResponse() {
     }
   }
   // Relayed ones as they came (their member measured their lateness). With max_batch 0, TrySend took one.
-  for (v1::Expiration& e : relayed_) {
-    v1::Expiration* out = max_batch_ == 0 ? response_.mutable_expiration() : many->Add();
-    out->Swap(&e);
+  // They come last, so DropRelayed finds them at the end.
+  for (v1::Expiration& e : relayed_) next()->Swap(&e);
+  if (max_batch_ != 0 && used < many->size()) many->DeleteSubrange(used, many->size() - used);
+}
+
+void SubscribeReactor::DropRelayed() {
+  // A relayed message was parsed from another member's stream and may carry fields this build does not know
+  // (unknown fields, which a reused message would keep): its message is deleted, not reused.
+  if (relayed_.empty()) return;
+  if (max_batch_ == 0) {
+    response_.clear_expiration();
+  } else {
+    google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
+    const int n = static_cast<int>(relayed_.size());
+    many->DeleteSubrange(many->size() - n, n);
   }
+  relayed_.clear();
 }
 
 void SubscribeReactor::OnWriteDone(bool ok) {

@@ -44,6 +44,8 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   // one larger than that goes alone). 1 MiB keeps a batch well inside gRPC's default 4 MiB receive limit.
   static constexpr uint32_t kMaxBatchCount = 1000;
   static constexpr uint64_t kMaxBatchBytes = 1 << 20;
+  // A response whose expirations took more than this on the wire is not kept for reuse (FillResponse).
+  static constexpr uint64_t kMaxReusedBytes = 256 << 10;
 
   // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
   // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.
@@ -73,6 +75,8 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   void Open(const v1::SubscribeRequest::Open& open);
   // Fills response_ from batch_ (the shape max_batch_ asks for) and records the first-delivery metrics.
   void FillResponse() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After response_ is serialized: deletes the messages relayed_ was swapped into, and empties relayed_.
+  void DropRelayed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const bool from_member_;  // The `relayed` of the constructor.
   Runtime& runtime_;

@@ -93,8 +93,8 @@ rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::Tabl
   cf.table_factory = table;
   cf.compression = compression;
   // Half the total each: a timer's put and the delete of its firing (an expiration's put and the delete of
-  // its ack) that meet in one memtable never reach a file together, and flushes and compactions stay off the
-  // two cores while a burst fires (BENCHMARKS.md section 18).
+  // its ack) that meet in one memtable cancel at the flush (only the tombstone is written), and flushes and
+  // compactions stay off the two cores while a burst fires (BENCHMARKS.md section 18).
   cf.write_buffer_size = static_cast<size_t>(write_buffer_bytes / 2);
   cf.max_write_buffer_number = 2;
   // An append-only vector memtable, sorted once when it is flushed (on a background thread): lawnd never
@@ -118,6 +118,9 @@ rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::Tabl
 struct RocksDbTimerStore::Rep {
   std::string path;
   uint64_t min_free_disk_bytes = 0;
+  // Kept free on top of min_free_disk_bytes: what a flush of every memtable may write before it frees the WAL
+  // it replaces (write_buffer_bytes). A checkpoint flushes first, too.
+  uint64_t flush_reserve_bytes = 0;
   rocksdb::Env* env = nullptr;
   std::unique_ptr<rocksdb::DB> db;
   rocksdb::ColumnFamilyHandle* timers = nullptr;
@@ -214,14 +217,16 @@ struct RocksDbTimerStore::Rep {
   }
 
   // Admits a write of `bytes` or refuses it. The estimate of free space between two statvfs calls assumes
-  // every admitted byte consumed disk; flushes and compactions write more, which min_free_disk_bytes covers.
+  // every admitted byte consumed disk; a flush writes up to flush_reserve_bytes more, and compactions more
+  // again, which min_free_disk_bytes covers.
   // With `reserve` false it only checks (TimerStore::CheckSpace), counting nothing as written.
   absl::Status AdmitWrite(uint64_t bytes, bool reserve = true) {
     if (min_free_disk_bytes == 0) return absl::OkStatus();
     absl::MutexLock l(&guard_mu);
     const auto now = std::chrono::steady_clock::now();
     auto estimate = [&] { return guard_free_bytes - std::min(guard_written_since, guard_free_bytes); };
-    auto enough = [&](uint64_t free) { return free >= bytes && free - bytes >= min_free_disk_bytes; };
+    const uint64_t keep = min_free_disk_bytes + flush_reserve_bytes;
+    auto enough = [&](uint64_t free) { return free >= bytes && free - bytes >= keep; };
     const bool stale = !guard_valid || now - guard_checked_at >= kGuardInterval ||
                        guard_written_since + bytes > kGuardMaxBytes;
     // A refusal is always based on a fresh statvfs: compaction may have freed space since the last one.
@@ -235,7 +240,8 @@ struct RocksDbTimerStore::Rep {
     if (!enough(free)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "disk almost full: ", free, " bytes free in ", path, ", need at least ", min_free_disk_bytes,
-          " (config key min_free_disk_bytes) plus ", bytes, " for this write; nothing was written"));
+          " (config key min_free_disk_bytes) plus ", flush_reserve_bytes,
+          " to flush the memtables (write_buffer_bytes) plus ", bytes, " for this write; nothing was written"));
     }
     if (reserve) guard_written_since += bytes;
     return absl::OkStatus();
@@ -279,6 +285,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
   rep->min_free_disk_bytes = options.min_free_disk_bytes;
+  rep->flush_reserve_bytes = options.write_buffer_bytes;
   rep->env = &env;
 
   std::error_code ec;

@@ -31,16 +31,18 @@ struct RocksDbStoreOptions {
   std::string path;
 
   // Free-space guard, in bytes (config key min_free_disk_bytes). Write refuses with RESOURCE_EXHAUSTED when
-  // the file system holding `path` would have fewer than this many bytes available to unprivileged users
-  // after the write. 0 disables the guard. Default 256 MiB: room for flushes and compactions to finish.
+  // the file system holding `path` would have fewer than this many bytes plus write_buffer_bytes (room to
+  // flush every memtable) available to unprivileged users after the write. 0 disables the guard. Default
+  // 256 MiB: room for compactions to finish.
   uint64_t min_free_disk_bytes = uint64_t{256} << 20;
 
   // Size of the block cache shared by the column families, in bytes. Default 64 MiB. Recovery bypasses it.
   uint64_t block_cache_bytes = uint64_t{64} << 20;
 
   // Memtable memory of all column families together (config key write_buffer_bytes), in bytes; also the WAL
-  // size that forces a flush. `timers` and `outbox` each flush at half of it. Default 256 MiB: a burst of a
-  // million timers started, fired and acked within it never reaches a file (FORMAT.md, "Space reclamation").
+  // size that forces a flush. `timers` and `outbox` each flush at half of it. Default 256 MiB: the puts of a
+  // burst of a million timers started, fired and acked within it are dropped at the flush with the deletes
+  // that cancel them, so only tombstones reach a file (FORMAT.md, "Space reclamation").
   uint64_t write_buffer_bytes = uint64_t{256} << 20;
   static constexpr uint64_t kMinWriteBufferBytes = uint64_t{2} << 20;
 

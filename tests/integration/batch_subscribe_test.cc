@@ -254,5 +254,47 @@ TEST_F(BatchSubscribeTest, OneAckMessageAcksAWholeBatch) {
   EXPECT_EQ(sub.batch_sizes(), Sizes(2, 10));
 }
 
+// lawnd reuses a stream's response messages from write to write and sets every field each time: an
+// expiration never carries a field of the one that used its message before (here: the interval and payload
+// of recurring timers, in the messages of the one-shot timers delivered next on the same stream).
+TEST_F(BatchSubscribeTest, AnExpirationCarriesNothingOfTheOneDeliveredBeforeIt) {
+  StartLawnd();
+  std::vector<v1::StartTimerRequest> recurring;
+  for (int i = 0; i < 4; ++i) {
+    v1::StartTimerRequest r = TtlRequest("reuse", "recurring" + std::to_string(i), milliseconds(50), "every hour");
+    r.mutable_interval()->set_seconds(3600);
+    recurring.push_back(r);
+  }
+  ASSERT_TRUE(StartAll(*stub_, recurring));
+  ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub_, "reuse").outbox() == 4; }, kWait));
+  TestSubscriber sub(*stub_, "reuse", 100, false, /*max_batch=*/4);
+  std::vector<v1::Expiration> got = sub.Take(4, kWait);
+  ASSERT_EQ(got.size(), 4u);
+  for (const v1::Expiration& e : got) {
+    EXPECT_EQ(e.timer().interval().seconds(), 3600);
+    EXPECT_EQ(e.timer().payload(), "every hour");
+  }
+  sub.Ack(Ids(got));
+
+  StartSoon("reuse", "once", 4);
+  got = sub.Take(4, kWait);
+  ASSERT_EQ(got.size(), 4u);
+  std::set<std::string> ids;
+  for (const v1::Expiration& e : got) {
+    ids.insert(e.timer().id());
+    EXPECT_FALSE(e.timer().has_interval()) << e.timer().id();
+    EXPECT_EQ(e.timer().payload(), "") << e.timer().id();
+    EXPECT_EQ(e.timer().ttl().seconds(), 0);
+    EXPECT_EQ(e.timer().ttl().nanos(), 50'000'000);
+    EXPECT_EQ(e.attempt(), 1u);
+    EXPECT_GE(ToNs(e.fired_at()), ToNs(e.timer().deadline()));
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"once0", "once1", "once2", "once3"}));
+  // The recurring ones went in one response of four, so the one-shot ones (in however many responses they
+  // fired into) were written into messages that held recurring expirations.
+  ASSERT_FALSE(sub.batch_sizes().empty());
+  EXPECT_EQ(sub.batch_sizes().front(), 4u);
+}
+
 }  // namespace
 }  // namespace lawn::testing

@@ -2,6 +2,7 @@
 // expirations, downtime fires late timers at once, and the free-space guard refuses writes on a full disk
 // without losing anything acknowledged.
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -280,7 +281,12 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   }
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   EXPECT_NE(refused.error_message().find("min_free_disk_bytes"), std::string::npos) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("write_buffer_bytes"), std::string::npos) << refused.error_message();
   ASSERT_GT(acked.size(), 10u);
+  // The guard keeps room to flush every memtable on top of min_free_disk_bytes: 8 + 16 MiB here.
+  struct statvfs st;
+  ASSERT_EQ(statvfs(mnt.c_str(), &st), 0);
+  EXPECT_GE(static_cast<uint64_t>(st.f_bavail) * st.f_frsize, uint64_t{24} << 20);
   // Still alive and answering reads.
   v1::Timer t;
   EXPECT_TRUE(Get(*stub, "full", acked.front(), &t).ok());

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "grpcpp/generic/generic_stub.h"
@@ -21,6 +23,28 @@
 namespace lawn::testing {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// This process's environment plus LAWN_MUTEX_DEADLOCK_CHECK=1: lawnd under test keeps Abseil's lock-order
+// check (a cycle aborts it), which production lawnd turns off. Built before fork: the child only execs.
+std::vector<std::string> ChildEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, 26) != "LAWN_MUTEX_DEADLOCK_CHECK=") env.emplace_back(*e);
+  }
+  env.emplace_back("LAWN_MUTEX_DEADLOCK_CHECK=1");
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
 
 std::string LawndPath() { return LAWND_PATH; }
 
@@ -92,6 +116,8 @@ int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
     a.insert(a.end(), extra_args_.begin(), extra_args_.end());
     return a;
   }();
+  std::vector<std::string> env_strings = ChildEnvironment();
+  std::vector<char*> env = Pointers(env_strings);
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -102,7 +128,7 @@ int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), env.data());
     _exit(127);
   }
   pid_ = pid;
@@ -125,6 +151,8 @@ void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
   std::vector<std::string> args = {binary_, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                    "--metrics-listen", "", "--shards", "2", "--log-level", "debug"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  std::vector<std::string> env_strings = ChildEnvironment();
+  std::vector<char*> env = Pointers(env_strings);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -136,7 +164,7 @@ void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), env.data());
     _exit(127);
   }
   pid_ = pid;
