@@ -88,7 +88,8 @@ rocksdb::CompressionType PickCompression() {
 
 // Options for the two big column families; see "Space reclamation" in FORMAT.md for the reasons.
 rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::TableFactory>& table,
-                                             rocksdb::CompressionType compression, uint64_t write_buffer_bytes) {
+                                             rocksdb::CompressionType compression,
+                                             uint64_t write_buffer_bytes) {
   rocksdb::ColumnFamilyOptions cf;
   cf.table_factory = table;
   cf.compression = compression;
@@ -279,8 +280,8 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   if (options.path.empty()) return absl::InvalidArgumentError("storage path is empty; set the data dir");
   if (options.write_buffer_bytes < RocksDbStoreOptions::kMinWriteBufferBytes) {
     return absl::InvalidArgumentError(absl::StrCat("write buffer of ", options.write_buffer_bytes,
-                                                   " bytes is too small; allowed ", RocksDbStoreOptions::kMinWriteBufferBytes,
-                                                   " or more (config key write_buffer_bytes)"));
+                                                   " bytes is too small; the store needs ",
+                                                   RocksDbStoreOptions::kMinWriteBufferBytes, " or more"));
   }
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
@@ -320,7 +321,8 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   table_options.block_size = 16 << 10;  // Recovery scans everything; larger blocks read faster.
   // No filter policy: timers are only ever scanned, never looked up by key.
   auto table = std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table_options));
-  const rocksdb::ColumnFamilyOptions record_cf = RecordCfOptions(table, PickCompression(), options.write_buffer_bytes);
+  const rocksdb::ColumnFamilyOptions record_cf =
+      RecordCfOptions(table, PickCompression(), options.write_buffer_bytes);
   rocksdb::ColumnFamilyOptions meta_cf;  // Also used for "default", which lawn leaves empty.
   meta_cf.table_factory = table;
   meta_cf.compression = rocksdb::kNoCompression;

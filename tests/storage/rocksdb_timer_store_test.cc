@@ -225,7 +225,7 @@ TEST(RocksDbTimerStoreTest, WriteBufferBelowTheMinimumIsInvalidArgument) {
   options.write_buffer_bytes = RocksDbStoreOptions::kMinWriteBufferBytes - 1;
   absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(store.status().message().find("write_buffer_bytes"), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("too small"), std::string::npos) << store.status();
 }
 
 // Deleted and fired timers must not make the data dir grow without bound while long-lived timers stay
