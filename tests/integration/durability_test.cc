@@ -28,17 +28,6 @@ v1::GetStatsResponse Stats(v1::TimerService::Stub& stub) {
   return resp;
 }
 
-grpc::Status Get(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id, v1::Timer* out) {
-  grpc::ClientContext ctx;
-  v1::GetTimerRequest r;
-  r.set_namespace_(ns);
-  r.set_id(id);
-  v1::GetTimerResponse resp;
-  grpc::Status s = stub.GetTimer(&ctx, r, &resp);
-  *out = resp.timer();
-  return s;
-}
-
 TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
   TempDir dir;
   LawndProcess lawnd(dir.path() + "/data");
@@ -57,7 +46,7 @@ TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
   stub = lawnd.stub();
   for (const v1::Timer& want : started) {
     v1::Timer got;
-    ASSERT_TRUE(Get(*stub, "keep", want.id(), &got).ok()) << want.id();
+    ASSERT_TRUE(GetTimer(*stub, "keep", want.id(), &got).ok()) << want.id();
     EXPECT_EQ(got.payload(), want.payload());
     EXPECT_EQ(ToNs(got.deadline()), ToNs(want.deadline()));
     EXPECT_EQ(got.interval().seconds(), want.interval().seconds());
@@ -238,8 +227,8 @@ TEST(DurabilityTest, CheckpointIsARestorableBackup) {
   stub = from_backup.stub();
   EXPECT_EQ(Stats(*stub).pending_timers(), 50u);
   v1::Timer t;
-  EXPECT_TRUE(Get(*stub, "bk", "t7", &t).ok());
-  EXPECT_EQ(Get(*stub, "bk", "later", &t).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(GetTimer(*stub, "bk", "t7", &t).ok());
+  EXPECT_EQ(GetTimer(*stub, "bk", "later", &t).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with
@@ -289,7 +278,7 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   EXPECT_GE(static_cast<uint64_t>(st.f_bavail) * st.f_frsize, uint64_t{24} << 20);
   // Still alive and answering reads.
   v1::Timer t;
-  EXPECT_TRUE(Get(*stub, "full", acked.front(), &t).ok());
+  EXPECT_TRUE(GetTimer(*stub, "full", acked.front(), &t).ok());
   // A checkpoint is refused by the same guard, and nothing is written for it.
   {
     auto admin = v1::AdminService::NewStub(lawnd.channel());
@@ -304,12 +293,12 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   // Space returns.
   ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
   ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub, "full", "after", milliseconds(3'600'000)).ok(); }));
-  for (const std::string& id : acked) ASSERT_TRUE(Get(*stub, "full", id, &t).ok()) << id;
+  for (const std::string& id : acked) ASSERT_TRUE(GetTimer(*stub, "full", id, &t).ok()) << id;
   lawnd.Kill();
   lawnd.Start();
   stub = lawnd.stub();
-  for (const std::string& id : acked) ASSERT_TRUE(Get(*stub, "full", id, &t).ok()) << id;
-  EXPECT_TRUE(Get(*stub, "full", "after", &t).ok());
+  for (const std::string& id : acked) ASSERT_TRUE(GetTimer(*stub, "full", id, &t).ok()) << id;
+  EXPECT_TRUE(GetTimer(*stub, "full", "after", &t).ok());
 }
 
 }  // namespace

@@ -45,15 +45,11 @@ class ExpirationRestartTest : public ::testing::TestWithParam<const char*> {
     stub_ = lawnd_.stub();
   }
   std::optional<v1::Timer> Get(const std::string& ns, const std::string& id) {
-    grpc::ClientContext ctx;
-    v1::GetTimerRequest get;
-    get.set_namespace_(ns);
-    get.set_id(id);
-    v1::GetTimerResponse got;
-    const grpc::Status s = stub_->GetTimer(&ctx, get, &got);
+    v1::Timer timer;
+    const grpc::Status s = GetTimer(*stub_, ns, id, &timer);
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
     EXPECT_TRUE(s.ok()) << s.error_message();
-    return got.timer();
+    return timer;
   }
 
   TempDir dir_;

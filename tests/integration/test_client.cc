@@ -24,6 +24,17 @@ v1::StartTimerRequest TtlRequest(const std::string& ns, const std::string& id, s
   return r;
 }
 
+grpc::Status GetTimer(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id, v1::Timer* out) {
+  grpc::ClientContext ctx;
+  v1::GetTimerRequest r;
+  r.set_namespace_(ns);
+  r.set_id(id);
+  v1::GetTimerResponse resp;
+  grpc::Status s = stub.GetTimer(&ctx, r, &resp);
+  *out = resp.timer();
+  return s;
+}
+
 grpc::Status Call(v1::TimerService::Stub& stub, const v1::StartTimerRequest& request, v1::Timer* out) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -33,6 +33,8 @@ void SetTimestampNs(int64_t ns, google::protobuf::Timestamp* out);
 // Starts `requests` with StartTimers in calls of at most 10,000; returns false (with a test failure) if any
 // call or item failed.
 bool StartAll(v1::TimerService::Stub& stub, const std::vector<v1::StartTimerRequest>& requests);
+// GetTimer of `ns`/`id` into `out` (cleared if there is none).
+grpc::Status GetTimer(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id, v1::Timer* out);
 // GetStats of one namespace (empty stats if lawnd does not know it).
 v1::NamespaceStats NamespaceStatsOf(v1::TimerService::Stub& stub, const std::string& ns);
 

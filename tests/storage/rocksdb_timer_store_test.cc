@@ -24,11 +24,13 @@ using storage_test::StoreContents;
 using storage_test::TempDir;
 using storage_test::TimerKeys;
 
-absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> OpenAt(const std::string& path,
-                                                          uint64_t min_free_disk_bytes = 0) {
+absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> OpenAt(
+    const std::string& path, uint64_t min_free_disk_bytes = 0,
+    uint64_t write_buffer_bytes = RocksDbStoreOptions{}.write_buffer_bytes) {
   RocksDbStoreOptions options;
   options.path = path;
   options.min_free_disk_bytes = min_free_disk_bytes;
+  options.write_buffer_bytes = write_buffer_bytes;
   return RocksDbTimerStore::Open(options);
 }
 
@@ -186,11 +188,7 @@ int TableFiles(const std::string& path) {
 }
 
 int TableFilesAfterChurn(const std::string& path, uint64_t write_buffer_bytes) {
-  RocksDbStoreOptions options;
-  options.path = path;
-  options.min_free_disk_bytes = 0;
-  options.write_buffer_bytes = write_buffer_bytes;
-  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = OpenAt(path, 0, write_buffer_bytes);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return -1;
   const std::string payload(64, 'p');
@@ -220,10 +218,8 @@ TEST(RocksDbTimerStoreTest, WriteBufferBytesDecidesWhenMemtablesFlush) {
 
 TEST(RocksDbTimerStoreTest, WriteBufferBelowTheMinimumIsInvalidArgument) {
   TempDir dir;
-  RocksDbStoreOptions options;
-  options.path = dir.Sub("data");
-  options.write_buffer_bytes = RocksDbStoreOptions::kMinWriteBufferBytes - 1;
-  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store =
+      OpenAt(dir.Sub("data"), 0, RocksDbStoreOptions::kMinWriteBufferBytes - 1);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(store.status().message().find("too small"), std::string::npos) << store.status();
 }
@@ -233,11 +229,7 @@ TEST(RocksDbTimerStoreTest, WriteBufferBelowTheMinimumIsInvalidArgument) {
 // churn is flushed in many files and compaction must cancel puts and deletes that landed in different ones.
 TEST(RocksDbTimerStoreTest, ChurnDoesNotGrowTheDataDir) {
   TempDir dir;
-  RocksDbStoreOptions options;
-  options.path = dir.Sub("data");
-  options.min_free_disk_bytes = 0;
-  options.write_buffer_bytes = uint64_t{16} << 20;
-  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened = RocksDbTimerStore::Open(options);
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened = OpenAt(dir.Sub("data"), 0, uint64_t{16} << 20);
   ASSERT_TRUE(opened.ok()) << opened.status();
   auto store = std::move(opened).value();
   const std::string payload(64, 'p');
