@@ -31,6 +31,15 @@ grpc::Status ParseRequest(const grpc::ByteBuffer* raw, std::string_view method,
   return grpc::Status::OK;
 }
 
+google::protobuf::ArenaOptions CallArenaOptions(char* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  options.start_block_size = 4096;
+  options.max_block_size = 64 * 1024;
+  return options;
+}
+
 grpc::Status SerializeMessage(const google::protobuf::Message& msg, grpc::ByteBuffer* out) {
   // gRPC's ProtoBufferWriter (used for all but tiny messages) asserts that it starts from an empty buffer.
   out->Clear();
