@@ -106,13 +106,29 @@ absl::StatusOr<uint16_t> Shard::GroupCode(const IdProbe& probe) {
   return code;
 }
 
+void Shard::InsertOrdered(uint16_t code, TimerRef ref) {
+  if (groups_[code].ordered.insert(OrderedRefOf(ref)).second) ++ordered_entries_;
+}
+
+void Shard::EraseOrdered(uint16_t code, TimerRef ref) {
+  ordered_entries_ -= groups_[code].ordered.erase(OrderedRefOf(ref));
+}
+
+void Shard::DropOrder(Group& group) {
+  ordered_entries_ -= group.ordered.size();
+  group.ordered.clear();
+  group.order = Order::kNone;
+  group.build_cursor = 0;
+}
+
 void Shard::Forget(TimerRef ref) {
   // Before Free: erasing hashes and compares through the record.
   index_.erase(ref);
   const uint16_t code = pool_[ref].group;
-  if (keep_ordered_) groups_[code].ordered.erase(OrderedRefOf(ref));
+  if (Ordered(code)) EraseOrdered(code, ref);
   pool_.Free(ref);
   if (id_groups_ && --groups_[code].timers == 0) {
+    DropOrder(groups_[code]);  // The code may name another group next; an empty index costs nothing to rebuild.
     if (groups_[code].name.empty()) {
       no_group_code_ = -1;
     } else {
@@ -185,7 +201,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
     }
     ref = pool_.Allocate(probe.rest, spec.payload, probe.hash, code);
     index_.insert(ref);
-    if (keep_ordered_) groups_[code].ordered.insert(OrderedRefOf(ref));
+    if (Ordered(code)) InsertOrdered(code, ref);
   }
   TimerRecord& r = pool_[ref];
   if (spec.when.kind == When::Kind::kTtl) {
@@ -419,11 +435,53 @@ uint32_t Shard::PrefixOf(std::string_view rest) {
 
 Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const { return {PrefixOf(pool_[ref].id()), ref}; }
 
+bool Shard::RequestOrder(std::string_view id, uint64_t now_ns, size_t budget) {
+  if (!keep_ordered_) InvariantBroken("RequestOrder needs ShardOptions::ordered_index");
+  const IdProbe probe = Probe(id);
+  if (!probe.known) return true;  // No pending timer in that group: nothing to order.
+  Group& group = groups_[probe.code];
+  group.order_used_ns = now_ns;
+  if (group.order == Order::kComplete) return true;
+  if (group.order == Order::kNone) {
+    group.order = Order::kBuilding;
+    group.build_cursor = 0;
+  }
+  // Timers started from now on are inserted as they start, and deleted ones erased (a no-op for those not
+  // reached yet); the scan adds the rest. Records above the scan's end were allocated after the build began,
+  // so they are in already. An entry inserted twice is kept once.
+  const TimerRef end = pool_.used();
+  size_t spent = 0;
+  while (group.build_cursor < end && spent < budget) {
+    const TimerRef ref = group.build_cursor++;
+    const TimerRecord& r = pool_[ref];
+    ++spent;
+    if (r.home != Home::kNone && r.group == probe.code) {
+      InsertOrdered(probe.code, ref);
+      spent += kOrderInsertCost;
+    }
+  }
+  if (group.build_cursor < end) return false;
+  group.order = Order::kComplete;
+  return true;
+}
+
+size_t Shard::DropOrdersUnusedSince(uint64_t before_ns) {
+  size_t dropped = 0;
+  for (Group& group : groups_) {
+    if (group.order != Order::kNone && group.order_used_ns < before_ns) {
+      DropOrder(group);
+      ++dropped;
+    }
+  }
+  return dropped;
+}
+
 void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
                               absl::FunctionRef<bool(const TimerView&)> visit) const {
   if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
   const IdProbe id = Probe(after);
   if (!id.known) return;  // No pending timer in that group.
+  if (groups_[id.code].order != Order::kComplete) InvariantBroken("VisitGroupInOrder before RequestOrder completed");
   const OrderedIndex& ordered = groups_[id.code].ordered;
   const OrderedProbe probe{PrefixOf(id.rest), id.rest};
   for (auto it = inclusive ? ordered.lower_bound(probe) : ordered.upper_bound(probe); it != ordered.end(); ++it) {
@@ -436,7 +494,7 @@ size_t Shard::MemoryBytes() const {
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
          keys_.capacity() * sizeof(FireKey) +
          // B-tree nodes filled in random order are about 2/3 full.
-         (keep_ordered_ ? pool_.live() * sizeof(OrderedRef) * 3 / 2 : 0) +
+         ordered_entries_ * sizeof(OrderedRef) * 3 / 2 +
          groups_.capacity() * sizeof(Group) + group_codes_.capacity() * (sizeof(std::string) + 3);
 }
 
@@ -448,6 +506,12 @@ void Shard::CheckInvariants() const {
   for (size_t code = 0; code < groups_.size(); ++code) {
     const OrderedIndex& ordered = groups_[code].ordered;
     if (!keep_ordered_ && !ordered.empty()) InvariantBroken("ordered index kept without ordered_index");
+    if (groups_[code].order == Order::kNone && !ordered.empty()) InvariantBroken("ordered index kept unasked");
+    // Without id_groups the one group's count is the pool's.
+    const size_t timers = id_groups_ ? groups_[code].timers : pool_.live();
+    if (groups_[code].order == Order::kComplete ? ordered.size() != timers : ordered.size() > timers) {
+      InvariantBroken("ordered index size differs from the group's timers");
+    }
     ordered_size += ordered.size();
     for (auto it = ordered.begin(); it != ordered.end(); ++it) {
       if (index_.find(it->ref) == index_.end()) InvariantBroken("ordered index holds a dead ref");
@@ -458,7 +522,7 @@ void Shard::CheckInvariants() const {
       }
     }
   }
-  if (keep_ordered_ && ordered_size != pool_.live()) InvariantBroken("ordered index size differs from live records");
+  if (ordered_size != ordered_entries_) InvariantBroken("ordered entry count");
   if (lawn_.size() + wheel_.size() + held_count_ != pool_.live()) {
     InvariantBroken("filed and held timers differ from live records");
   }

@@ -57,9 +57,10 @@ struct ShardOptions {
   uint64_t tick_ns = 1'000'000;       // Resolution; default 1 ms. Must be > 0.
   uint32_t max_lawn_buckets = 1024;   // Bound on distinct TTLs held in Lawn buckets at once.
   uint32_t lawn_promote_after = 2;    // Sightings of a TTL before its timers go to a Lawn bucket.
-  // Keep an index of ids in byte order (a B-tree of 32-bit refs, ~6 bytes per timer and O(log n) compares
-  // per start and delete) so VisitInOrder reads a range instead of scanning every timer. Not free: each
-  // compare reads a record, ~2.7 us of CPU per start at a million timers (BENCHMARKS.md section 7).
+  // Keep, per group, an index of ids in byte order (a B-tree of 8-byte entries) so VisitGroupInOrder reads a
+  // range instead of scanning every timer. A group's index exists only once RequestOrder asked for it, and
+  // until DropOrdersUnusedSince drops it: it costs each start and each delete or expiration of the group a
+  // B-tree insert or erase, a cache miss or more per level at a million timers (BENCHMARKS.md sections 7, 22).
   bool ordered_index = false;
   // Split ids into groups (see "Groups" above): for ids that share long prefixes up to a 0x00 byte.
   bool id_groups = false;
@@ -193,10 +194,24 @@ class Shard {
   // Calls `visit` for every pending timer, in no particular order. Must not mutate the shard.
   void ForEach(TimerVisitor visit) const;
 
+  // Asks for the ordered index of `id`'s group (see "Groups"), noting `now_ns` as its last use, and builds
+  // it if it is missing: one scan of the shard's records, in steps of about `budget` units of work (a record
+  // scanned is one, an entry inserted kOrderInsertCost), so a caller on a latency-bound thread can spread a
+  // large group's build over several calls. Returns true once the index is complete, and from then on keeps
+  // it complete through every start, delete and expiration. REQUIRES: ShardOptions::ordered_index.
+  static constexpr size_t kOrderInsertCost = 64;
+  bool RequestOrder(std::string_view id, uint64_t now_ns, size_t budget);
+  // Drops the ordered index of every group whose last RequestOrder was before `before_ns` (it is rebuilt on
+  // the next request). Returns how many it dropped. O(groups).
+  size_t DropOrdersUnusedSince(uint64_t before_ns);
+  // Entries in the ordered indexes (complete or being built), over all groups.
+  size_t ordered_entries() const { return ordered_entries_; }
+
   // Calls `visit` for the pending timers of the group of `after` (see "Groups"), in id byte order, starting
   // at the first id > `after` (or >= `after` when `inclusive`), until `visit` returns false or the group
   // ends. Must not mutate the shard.
-  // O(log n + visited). REQUIRES: ShardOptions::ordered_index.
+  // O(log n + visited). REQUIRES: ShardOptions::ordered_index, and RequestOrder returned true for the group
+  // (a group without pending timers needs no request).
   void VisitGroupInOrder(std::string_view after, bool inclusive,
                          absl::FunctionRef<bool(const TimerView&)> visit) const;
 
@@ -299,11 +314,20 @@ class Shard {
 
   uint64_t tick_ns_;
   TimerPool pool_;
+  enum class Order : uint8_t { kNone, kBuilding, kComplete };
   struct Group {
     std::string name;     // Its bytes, the trailing 0x00 included; "" for ids without a group and free codes.
     uint64_t timers = 0;  // Pending timers of the group in this shard; the code is free while 0.
-    OrderedIndex ordered;  // Its timers in id order; empty unless keep_ordered_.
+    OrderedIndex ordered;  // Its timers in id order: none while kNone, some while kBuilding, all once kComplete.
+    Order order = Order::kNone;
+    TimerRef build_cursor = 0;     // kBuilding: records below it have been scanned.
+    uint64_t order_used_ns = 0;    // The last RequestOrder.
   };
+  // Whether starts and deletes of the group keep its ordered index.
+  bool Ordered(uint16_t code) const { return keep_ordered_ && groups_[code].order != Order::kNone; }
+  void InsertOrdered(uint16_t code, TimerRef ref);
+  void EraseOrdered(uint16_t code, TimerRef ref);
+  void DropOrder(Group& group);
   std::vector<Group> groups_;  // By code.
   absl::flat_hash_map<std::string, uint16_t> group_codes_;  // Name -> code, for groups with pending timers.
   // The code of ids without a group while any is pending, else -1. Without id_groups: 0, always (the one
@@ -328,6 +352,7 @@ class Shard {
   };
   absl::flat_hash_map<uint16_t, HeldList> held_;  // Hold group -> its FIFO of held timers (none empty).
   size_t held_count_ = 0;
+  size_t ordered_entries_ = 0;
   std::vector<TimerRef> group_;   // Scratch for Advance; reused so firing does not allocate.
   std::vector<FireKey> keys_;     // Sort keys of group_, so sorting touches neither records nor ids.
 };

@@ -84,6 +84,8 @@ class TimerPool {
   const TimerRecord& operator[](TimerRef ref) const { return chunks_[ref >> kChunkBits][ref & kChunkMask]; }
 
   size_t live() const { return live_; }
+  // One past the highest ref ever handed out: every live ref is below it. A free record has home kNone.
+  TimerRef used() const { return used_; }
   // Bytes held by the pool: record chunks plus out-of-line id/payload blocks (excluding allocator overhead).
   size_t MemoryBytes() const;
 

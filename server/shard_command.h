@@ -63,6 +63,13 @@ class ShardContext {
   virtual void ReleaseGated() = 0;
   // A new delivery id of this shard (for expirations handed over by another member).
   virtual uint64_t NextDeliveryId() = 0;
+  // Called from Apply: this command cannot finish in this round (it waits for the shard's ordered index of
+  // its namespace to be built). The worker keeps it, skips its Done, and applies it again in the next round,
+  // which it starts without sleeping.
+  virtual void Defer() = 0;
+  // The work a command may spend on building an ordered index in one Apply (Shard::RequestOrder's budget):
+  // small, so the rounds that build stay short; unbounded once the worker is stopping.
+  virtual size_t order_budget() const = 0;
 };
 
 class ShardCommand {

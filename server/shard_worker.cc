@@ -24,6 +24,13 @@ constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
 // round well inside kRoundHeadroomBytes.
 constexpr size_t kMaxRoundCommands = 1024;
 constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
+// A round's work on building a namespace's ordered index (Shard::RequestOrder units: a record scanned is one,
+// an entry inserted 64): about a millisecond, so a large namespace's first ListTimers page delays firing by
+// no more than that per round.
+constexpr size_t kOrderBudget = 64 * 1024;
+// A namespace's ordered index is dropped this long after its last ListTimers page, and rebuilt on the next.
+constexpr uint64_t kOrderIdleNs = 600'000'000'000;
+constexpr uint64_t kOrderDropEveryNs = 10'000'000'000;
 
 }  // namespace
 
@@ -117,7 +124,7 @@ void ShardWorker::Run() {
         // A round applied while the commit thread was busy goes over as soon as it is free.
         if (!open_->empty() && !commit_busy_) break;
         full = OpenRoundFull();
-        if (stopping_ || (!full && !queue_.empty())) break;
+        if (stopping_ || (!full && (!queue_.empty() || !deferred_.empty()))) break;
         sleeping_ = true;
         if (full) {
           // Take nothing more until the commit thread is done with the round before; it wakes us.
@@ -153,7 +160,8 @@ void ShardWorker::Run() {
         queued_.store(0, std::memory_order_relaxed);
       }
     }
-    if (!commands.empty() || (!stop && !full)) Apply(commands, /*expire=*/!stop && !full);
+    last_round_ = stop;  // The last round finishes every deferred command.
+    if (!commands.empty() || !deferred_.empty() || (!stop && !full)) Apply(commands, /*expire=*/!stop && !full);
     commands.clear();
     if (store_ == nullptr) {
       Commit(*open_);
@@ -174,9 +182,24 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
   admission_ = runtime_.write_failed() ? runtime_.write_status()
                : store_ != nullptr      ? store_->CheckSpace(kRoundHeadroomBytes)
                                         : absl::OkStatus();
-  for (auto& command : commands) {
-    command->Apply(*this);
-    open_->commands.push_back(std::move(command));
+  // Commands deferred by the last round first (a ListTimers waiting for its ordered index), then new ones.
+  std::vector<std::unique_ptr<ShardCommand>> again;
+  again.swap(deferred_);
+  for (auto* list : {&again, &commands}) {
+    for (auto& command : *list) {
+      deferring_ = false;
+      command->Apply(*this);
+      if (deferring_) {
+        deferred_.push_back(std::move(command));
+      } else {
+        open_->commands.push_back(std::move(command));
+      }
+    }
+  }
+  deferring_ = false;
+  if (now_mono_ns_ >= next_order_drop_ns_) {
+    next_order_drop_ns_ = now_mono_ns_ + kOrderDropEveryNs;
+    if (now_mono_ns_ > kOrderIdleNs) shard_.DropOrdersUnusedSince(now_mono_ns_ - kOrderIdleNs);
   }
   bool expiry_enabled;
   {
@@ -191,6 +214,8 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
   if (expire && expiry_enabled && may_fire) Expire();
   PublishGauges();
 }
+
+size_t ShardWorker::order_budget() const { return last_round_ ? SIZE_MAX : kOrderBudget; }
 
 bool ShardWorker::OpenRoundFull() const {
   return open_->commands.size() >= kMaxRoundCommands || open_->batch.ByteSize() >= kMaxRoundBytes;

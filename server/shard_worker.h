@@ -74,6 +74,8 @@ class ShardWorker final : private ShardContext {
   void SetTick(uint64_t tick_ns) override;
   void ReleaseGated() override { release_gated_ = true; }
   uint64_t NextDeliveryId() override;
+  void Defer() override { deferring_ = true; }
+  size_t order_budget() const override;
   // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
@@ -116,6 +118,10 @@ class ShardWorker final : private ShardContext {
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   bool release_gated_ = false;             // Offer the timers held for closed partitions again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
+  bool deferring_ = false;  // Set by Defer during one command's Apply.
+  bool last_round_ = false;  // The round being applied is the one before the worker stops.
+  std::vector<std::unique_ptr<ShardCommand>> deferred_;  // Commands that asked to be applied again.
+  uint64_t next_order_drop_ns_ = 0;  // When to drop the ordered indexes no ListTimers used for a while.
 
   std::mutex mu_;
   std::condition_variable cv_;

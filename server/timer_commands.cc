@@ -260,6 +260,12 @@ void ListCommand::Apply(ShardContext& ctx) {
   // range of it: a page costs O(log n + limit) on the worker, whatever the other namespaces hold.
   const std::string prefix = Runtime::Key(state_->ns, "");
   const std::string start = prefix + (state_->has_after ? state_->after : std::string());
+  // The shard keeps a namespace's ordered index only while it is being listed: the first page of a large
+  // namespace waits (in later rounds, none of them long) while it is built.
+  if (!ctx.shard().RequestOrder(start, ctx.now_mono_ns(), ctx.order_budget())) {
+    ctx.Defer();
+    return;
+  }
   std::vector<v1::Timer>& out = state_->per_shard[shard_];
   Runtime& runtime = ctx.runtime();
   ctx.shard().VisitGroupInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {

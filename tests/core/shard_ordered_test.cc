@@ -1,5 +1,6 @@
 // Shard's ordered id index (ShardOptions::ordered_index): VisitGroupInOrder agrees with a std::set of the
-// live ids of the group through random starts, deletes, replaces and expirations.
+// live ids of the group through random starts, deletes, replaces and expirations, also when the index was
+// built in small steps while those went on; an index exists only once asked for.
 #include <cstdint>
 #include <random>
 #include <set>
@@ -18,8 +19,9 @@ using ::lawn::test::kSec;
 using ::lawn::test::Replacing;
 using ::lawn::test::TtlSpec;
 
-std::vector<std::string> Visit(const Shard& shard, std::string_view after, bool inclusive, size_t limit) {
+std::vector<std::string> Visit(Shard& shard, std::string_view after, bool inclusive, size_t limit) {
   std::vector<std::string> out;
+  EXPECT_TRUE(shard.RequestOrder(after, 0, SIZE_MAX));  // An unbounded budget completes the build at once.
   shard.VisitGroupInOrder(after, inclusive, [&](const TimerView& t) {
     if (out.size() >= limit) return false;
     out.emplace_back(t.Key());
@@ -120,6 +122,81 @@ TEST(ShardOrderedTest, SharedPrefixesAndShortIdsKeepByteOrder) {
   const std::string first = std::string("ns", 2) + std::string(1, '\0');
   EXPECT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX));
   shard.CheckInvariants();
+}
+
+// Until a group's order is asked for, starts and deletes keep no index for it; once asked, a budget too small
+// for the group spreads the build over several requests.
+TEST(ShardOrderedTest, AGroupIsIndexedOnlyOnceAskedAndInSteps) {
+  ShardOptions options;
+  options.ordered_index = true;
+  options.id_groups = true;
+  Shard shard(options);
+  const std::string a = std::string("a", 1) + std::string(1, '\0');
+  const std::string b = std::string("b", 1) + std::string(1, '\0');
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(shard.Start(TtlSpec(a + std::to_string(i), kSec), 0).ok());
+    ASSERT_TRUE(shard.Start(TtlSpec(b + std::to_string(i), kSec), 0).ok());
+  }
+  EXPECT_EQ(shard.ordered_entries(), 0u);
+  // 2000 records to scan, 1000 of them inserted: about 66,000 units, so a budget of 5,000 takes many steps.
+  int steps = 1;
+  while (!shard.RequestOrder(a, 0, 5000)) ++steps;
+  EXPECT_GT(steps, 5);
+  EXPECT_EQ(shard.ordered_entries(), 1000u);  // Group b still has none.
+  ASSERT_TRUE(shard.Start(TtlSpec(b + "new", kSec), 0).ok());
+  EXPECT_EQ(shard.ordered_entries(), 1000u);
+  ASSERT_TRUE(shard.Start(TtlSpec(a + "new", kSec), 0).ok());
+  EXPECT_EQ(shard.ordered_entries(), 1001u);
+  EXPECT_EQ(Visit(shard, a + "999", false, 10), (std::vector<std::string>{a + "new"}));
+  shard.CheckInvariants();
+  // Unused since before 5: dropped; used at 10: kept.
+  ASSERT_TRUE(shard.RequestOrder(b, 10, SIZE_MAX));
+  EXPECT_EQ(shard.DropOrdersUnusedSince(5), 1u);
+  EXPECT_EQ(shard.ordered_entries(), 1001u);  // b's 1001 entries; a's are gone.
+  EXPECT_FALSE(shard.RequestOrder(a, 20, 10));
+  shard.CheckInvariants();
+}
+
+// Starts (new records and reused ones), deletes, replaces and expirations between the steps of a build:
+// once complete, the index holds exactly the group's live timers in order.
+TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
+  ShardOptions options;
+  options.ordered_index = true;
+  options.id_groups = true;
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 20; ++round) {
+    Shard shard(options);
+    std::set<std::string> live;
+    uint64_t now = kSec;
+    auto mutate = [&](int count) {
+      for (int k = 0; k < count; ++k) {
+        const std::string id = "n" + std::to_string(rng() % 2) + std::string(1, '\0') + std::to_string(rng() % 800);
+        switch (rng() % 4) {
+          case 0:
+          case 1:
+            if (shard.Start(Replacing(TtlSpec(id, 1 + rng() % (50 * kMs))), now).ok()) live.insert(id);
+            break;
+          case 2:
+            if (shard.Delete(id).ok()) live.erase(id);
+            break;
+          default:
+            now += rng() % kMs;
+            shard.Advance(now, [&](const Fired& f) { live.erase(f.timer.Key()); });
+        }
+      }
+    };
+    mutate(3000);
+    const std::string first = "n0" + std::string(1, '\0');
+    const uint64_t since = round;
+    while (!shard.RequestOrder(first, since, 1 + rng() % 3000)) {
+      mutate(static_cast<int>(rng() % 40));
+      shard.CheckInvariants();
+    }
+    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << "round " << round;
+    mutate(500);  // Kept complete from now on.
+    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << "round " << round;
+    shard.CheckInvariants();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The documented limits of lawn.v1.TimerService at their edges, against the real lawnd: the 100-year TTL,
 // deadlines between 1678 and 2262 (int64 ns since the epoch), the 10,000-item StartTimers batch, and
-// ListTimers page sizes (0 = 100, at most 1000).
+// ListTimers page sizes (0 = 100, at most 1000) and its first page of a namespace whose ordered index takes
+// several worker rounds to build.
 #include <string>
 #include <tuple>
 #include <vector>
@@ -248,6 +249,55 @@ TEST_F(EdgesTest, ListTimersPageSizeZeroMeansOneHundred) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
     EXPECT_NE(s.error_message().find("page_size"), std::string::npos) << s.error_message();
   }
+}
+
+// A shard builds a namespace's ordered index when it is first listed, about a thousand timers per round: the
+// first page of 30,000 timers waits for several rounds of each shard, and every page after it comes from the
+// kept index, which follows the starts and deletes made between pages.
+TEST_F(EdgesTest, ListingALargeNamespaceBuildsItsOrderOnceAndKeepsIt) {
+  constexpr int kTimers = 30'000;
+  for (const std::string ns : {"big", "other"}) {
+    for (int base = 0; base < kTimers; base += 10'000) {
+      v1::StartTimersRequest req;
+      for (int i = base; i < base + 10'000; ++i) {
+        *req.add_timers() = TtlRequest(ns, "t" + std::to_string(100'000 + i), milliseconds(3'600'000));
+      }
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + seconds(60));
+      v1::StartTimersResponse resp;
+      ASSERT_TRUE(stub_->StartTimers(&ctx, req, &resp).ok());
+      for (const auto& r : resp.results()) ASSERT_EQ(r.code(), 0) << r.message();
+    }
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  for (int page = 0; page < 40; ++page) {
+    v1::ListTimersResponse out;
+    ASSERT_TRUE(List("big", 1000, token, &out).ok());
+    for (const auto& t : out.timers()) seen.push_back(t.id());
+    token = out.next_page_token();
+    if (page == 0) {
+      // Between pages: one timer deleted ahead of the cursor, one started ahead of it, one behind it.
+      grpc::ClientContext ctx;
+      v1::DeleteTimerRequest del;
+      del.set_namespace_("big");
+      del.set_id("t120000");
+      v1::DeleteTimerResponse del_resp;
+      ASSERT_TRUE(stub_->DeleteTimer(&ctx, del, &del_resp).ok());
+      ASSERT_TRUE(Call(*stub_, TtlRequest("big", "t125000x", milliseconds(3'600'000))).ok());
+      ASSERT_TRUE(Call(*stub_, TtlRequest("big", "t100000x", milliseconds(3'600'000))).ok());
+    }
+    if (token.empty()) break;
+  }
+  std::vector<std::string> expected;
+  for (int i = 0; i < kTimers; ++i) {
+    const std::string id = "t" + std::to_string(100'000 + i);
+    if (id == "t120000") continue;
+    expected.push_back(id);
+    if (id == "t125000") expected.push_back("t125000x");
+  }
+  ASSERT_EQ(seen.size(), expected.size());
+  EXPECT_EQ(seen, expected);
 }
 
 }  // namespace
