@@ -303,7 +303,20 @@ size_t Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, AdmitFn a
   });
   for (size_t i = 0; i < keys_.size(); ++i) group[i] = keys_[i].ref;
   size_t fired = 0;
-  for (TimerRef ref : group) {
+  // A one-shot timer's firing ends in its index erase, a cache miss at a million timers (a fifth of lawnd's
+  // CPU while a burst fires): load the index slots a few timers ahead. The keys carry the hashes.
+  constexpr size_t kPrefetchAhead = 8;
+  IdProbe ahead;
+  for (size_t i = 0; i < keys_.size() && i < kPrefetchAhead; ++i) {
+    ahead.hash = keys_[i].id_hash;
+    index_.prefetch(ahead);
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    const TimerRef ref = group[i];
+    if (i + kPrefetchAhead < keys_.size()) {
+      ahead.hash = keys_[i + kPrefetchAhead].id_hash;
+      index_.prefetch(ahead);
+    }
     const AdmitDecision decision = admit(ViewOf(ref));
     const bool recurring = pool_[ref].interval_ns != 0;
     if (decision.action == Admission::kHold || (decision.action == Admission::kSkip && !recurring)) {
