@@ -149,6 +149,11 @@ bool Outbox::Next(Subscriber& subscriber, uint64_t now_mono_ns, Delivery* out) {
 
 size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
                          std::vector<Delivery>* out) {
+  return NextBatch(subscriber, now_mono_ns, max_count, max_bytes, [out](const Delivery& d) { out->push_back(d); });
+}
+
+size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
+                         absl::FunctionRef<void(const Delivery&)> take) {
   absl::MutexLock lock(&mu_);
   size_t taken = 0;
   uint64_t bytes = 0;
@@ -156,11 +161,12 @@ size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t ma
   const auto fits = [&](const Delivery& d) { return taken == 0 || bytes + d.WireBytes() <= max_bytes; };
   if (subscriber.observe) {
     while (taken < max_count && !subscriber.observed.empty() && fits(subscriber.observed.front())) {
-      Delivery& d = out->emplace_back(std::move(subscriber.observed.front()));
-      subscriber.observed.pop_front();
+      Delivery& d = subscriber.observed.front();
       d.attempt++;
+      take(d);
       bytes += d.WireBytes();
       ++taken;
+      subscriber.observed.pop_front();
     }
     if (taken == 0) subscriber.waiting = true;
     return taken;
@@ -177,7 +183,7 @@ size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t ma
     ready_.pop_front();
     ackable_ready_.erase(d.delivery_id);  // Resent: only the new holder's ack counts now.
     d.attempt++;
-    out->push_back(d);
+    take(d);
     bytes += d.WireBytes();
     ++taken;
     timeouts_.emplace(deadline, d.delivery_id);

@@ -107,6 +107,11 @@ class Outbox {
   // appended; 0 marks the subscriber waiting, like Next returning false. REQUIRES: max_count >= 1.
   size_t NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
                    std::vector<Delivery>* out);
+  // As above, but shows each delivery taken to `take` instead of copying it out: under the outbox's lock, so
+  // `take` must be quick and must not call back into this outbox (a stream fills its response message
+  // with it, sparing a copy of each key and payload).
+  size_t NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
+                   absl::FunctionRef<void(const Delivery&)> take);
 
   // Acknowledges delivery ids on behalf of `from`; appends those it removed to `acked` (to delete from
   // storage). Ids `from` does not hold change nothing and are counted in the result.

@@ -219,9 +219,29 @@ void SubscribeReactor::TrySend() {
     if (writing_ || closing_ || handle_ == nullptr) return;
     // What is ready now, never more: a batch is not waited for, so batching adds no latency.
     const size_t want = max_batch_ == 0 ? 1 : max_batch_;
-    const size_t local = outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), want, kMaxBatchBytes, &batch_);
-    size_t local_bytes = 0;
-    for (const Delivery& d : batch_) local_bytes += d.WireBytes();
+    // The response's messages are reused from write to write with their submessages and strings (their
+    // allocations with them), and every field is set each time. Not Clear(): off an arena, proto3's generated
+    // Clear deletes the singular submessages (the Timer, its Timestamp and Durations, fired_at), which cost
+    // each expiration about seven mallocs and frees on gRPC's thread (BENCHMARKS.md section 20). The outbox
+    // shows each delivery to FillExpiration under its lock, so no copy of it is made (section 23).
+    filled_ = 0;
+    lateness_.clear();
+    Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
+    const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
+    uint64_t local_bytes = 0;
+    uint64_t first_id = 0;
+    const size_t local =
+        outbox_->NextBatch(*handle_, TimeBase::MonoNowNs(), want, kMaxBatchBytes, [&](const Delivery& d) {
+          mu_.AssertHeld();  // Still ours: the outbox calls back within NextBatch.
+          if (filled_ == 0) first_id = d.delivery_id;
+          local_bytes += d.WireBytes();
+          FillExpiration(d, NextMessage());
+          if (d.attempt == 1 && metrics != nullptr) {
+            // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
+            const double lateness = wall_now - static_cast<double>(d.deadline_unix_ns);
+            lateness_.push_back(lateness > 0 ? lateness * 1e-9 : 0.0);
+          }
+        });
     // Within the same byte bound as the local part: a relayed one larger than it goes alone.
     const size_t budget = local_bytes < kMaxBatchBytes ? kMaxBatchBytes - local_bytes : 0;
     const size_t relayed = relay_ != nullptr && local < want && budget > 0
@@ -229,17 +249,20 @@ void SubscribeReactor::TrySend() {
                                : 0;
     if (local + relayed == 0) return;
     writing_ = true;
-    FillResponse();
+    // Relayed ones as they came (their member measured their lateness). With max_batch 0, TrySend took one.
+    // They come last, so DropRelayed finds them at the end.
+    for (v1::Expiration& e : relayed_) NextMessage()->Swap(&e);
+    google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
+    if (max_batch_ != 0 && filled_ < many->size()) many->DeleteSubrange(filled_, many->size() - filled_);
+    for (const double seconds : lateness_) metrics->expiry_lateness().Observe(seconds);
     // Cannot fail: a response is at most kMaxBatchBytes of expirations, or one expiration of at most its
     // payload (4 MiB, config max_payload_bytes) plus a few hundred bytes, far below protobuf's 2 GiB. Closing
     // the stream here instead would run RemoveSubscriber, which wakes other streams, while this stream's
     // StreamHandle mutex may be held (Wake): two at once deadlock.
     if (const grpc::Status s = SerializeMessage(response_, &write_buf_); !s.ok()) {
-      spdlog::critical("cannot serialize {} expiration(s) from {}: {}", batch_.size(), batch_[0].delivery_id,
-                       s.error_message());
+      spdlog::critical("cannot serialize {} expiration(s) from {}: {}", local + relayed, first_id, s.error_message());
       std::abort();
     }
-    batch_.clear();  // The outbox holds them until acked; this copy's payloads need not wait for the next write.
     DropRelayed();
     // Reused messages keep their strings' capacity: after a batch of large payloads, let them go, so an idle
     // stream holds a few KiB, not up to kMaxBatchBytes.
@@ -248,39 +271,21 @@ void SubscribeReactor::TrySend() {
   StartWrite(&write_buf_);
 }
 
-void SubscribeReactor::FillResponse() {
-  // The messages are reused from write to write with their submessages and strings (their allocations with
-  // them), and every field is set each time. Not Clear(): off an arena, proto3's generated Clear deletes the
-  // singular submessages (the Timer, its Timestamp and Durations, fired_at), which cost each expiration about
-  // seven mallocs and frees on gRPC's thread (BENCHMARKS.md section 20).
+v1::Expiration* SubscribeReactor::NextMessage() {
+  if (max_batch_ == 0) return response_.mutable_expiration();
   google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
-  int used = 0;
-  auto next = [&]() -> v1::Expiration* {
-    if (max_batch_ == 0) return response_.mutable_expiration();
-    return used < many->size() ? many->Mutable(used++) : (++used, many->Add());
-  };
-  Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
-  const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
-  for (const Delivery& d : batch_) {
-    v1::Expiration* e = next();
-    FillTimer(d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns, e->mutable_timer());
-    SetTimestamp(d.fired_at_unix_ns, e->mutable_fired_at());
-    e->set_delivery_id(d.delivery_id);
-    e->set_attempt(d.attempt);
-    e->set_late(d.late);
-    if (d.attempt == 1 && metrics != nullptr) {
-      // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
-      const double lateness = wall_now - static_cast<double>(d.deadline_unix_ns);
-      metrics->expiry_lateness().Observe(lateness > 0 ? lateness * 1e-9 : 0.0);
-    }
-    if (d.attempt > 1) {
-      spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
-    }
+  return filled_ < many->size() ? many->Mutable(filled_++) : (++filled_, many->Add());
+}
+
+void SubscribeReactor::FillExpiration(const Delivery& d, v1::Expiration* e) {
+  FillTimer(d.key, d.payload, d.deadline_unix_ns, d.ttl_ns, d.interval_ns, e->mutable_timer());
+  SetTimestamp(d.fired_at_unix_ns, e->mutable_fired_at());
+  e->set_delivery_id(d.delivery_id);
+  e->set_attempt(d.attempt);
+  e->set_late(d.late);
+  if (d.attempt > 1) {
+    spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
   }
-  // Relayed ones as they came (their member measured their lateness). With max_batch 0, TrySend took one.
-  // They come last, so DropRelayed finds them at the end.
-  for (v1::Expiration& e : relayed_) next()->Swap(&e);
-  if (max_batch_ != 0 && used < many->size()) many->DeleteSubrange(used, many->size() - used);
 }
 
 void SubscribeReactor::DropRelayed() {

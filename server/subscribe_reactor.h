@@ -44,7 +44,7 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   // one larger than that goes alone). 1 MiB keeps a batch well inside gRPC's default 4 MiB receive limit.
   static constexpr uint32_t kMaxBatchCount = 1000;
   static constexpr uint64_t kMaxBatchBytes = 1 << 20;
-  // A response whose expirations took more than this on the wire is not kept for reuse (FillResponse).
+  // A response whose expirations took more than this on the wire is not kept for reuse (TrySend).
   static constexpr uint64_t kMaxReusedBytes = 256 << 10;
 
   // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
@@ -73,8 +73,11 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   class StreamHandle;
 
   void Open(const v1::SubscribeRequest::Open& open);
-  // Fills response_ from batch_ (the shape max_batch_ asks for) and records the first-delivery metrics.
-  void FillResponse() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next message of response_ to fill (the shape max_batch_ asks for), reused from the last write when
+  // it has one; counts it in filled_.
+  v1::Expiration* NextMessage() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets every field of `e` from `d` (called by the outbox, under its lock: nothing slow here).
+  void FillExpiration(const Delivery& d, v1::Expiration* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After response_ is serialized: deletes the messages relayed_ was swapped into, and empties relayed_.
   void DropRelayed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -93,9 +96,9 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   absl::Mutex mu_;
   // Expirations per response (open.max_batch, capped); 0: one, in the original `expiration` field.
   uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
-  // What the write being prepared takes from the outbox; empty between writes, kept for its capacity.
-  std::vector<Delivery> batch_ ABSL_GUARDED_BY(mu_);
-  // Cluster mode: expirations relayed from the other members, written after batch_ in the same response.
+  int filled_ ABSL_GUARDED_BY(mu_) = 0;  // Messages of response_ filled for the write being prepared.
+  std::vector<double> lateness_ ABSL_GUARDED_BY(mu_);  // Seconds late of its first deliveries, for the metric.
+  // Cluster mode: expirations relayed from the other members, written after the local ones in the same response.
   std::vector<v1::Expiration> relayed_ ABSL_GUARDED_BY(mu_);
   ClusterRouter* const relay_router_;
   const std::vector<std::pair<std::string, std::string>> relay_metadata_;
