@@ -119,6 +119,7 @@ void Shard::DropOrder(Group& group) {
   group.ordered.clear();
   group.order = Order::kNone;
   group.build_cursor = 0;
+  group.build_end = 0;
 }
 
 void Shard::Forget(TimerRef ref) {
@@ -448,7 +449,7 @@ uint32_t Shard::PrefixOf(std::string_view rest) {
 
 Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const { return {PrefixOf(pool_[ref].id()), ref}; }
 
-bool Shard::RequestOrder(std::string_view id, uint64_t now_ns, size_t budget) {
+bool Shard::RequestOrder(std::string_view id, uint64_t now_ns, size_t* budget) {
   if (!keep_ordered_) InvariantBroken("RequestOrder needs ShardOptions::ordered_index");
   const IdProbe probe = Probe(id);
   if (!probe.known) return true;  // No pending timer in that group: nothing to order.
@@ -458,22 +459,24 @@ bool Shard::RequestOrder(std::string_view id, uint64_t now_ns, size_t budget) {
   if (group.order == Order::kNone) {
     group.order = Order::kBuilding;
     group.build_cursor = 0;
+    group.build_end = pool_.used();
   }
   // Timers started from now on are inserted as they start, and deleted ones erased (a no-op for those not
-  // reached yet); the scan adds the rest. Records above the scan's end were allocated after the build began,
-  // so they are in already. An entry inserted twice is kept once.
-  const TimerRef end = pool_.used();
-  size_t spent = 0;
-  while (group.build_cursor < end && spent < budget) {
+  // reached yet); the scan adds the rest. Records at or above build_end were allocated after the build began,
+  // so they are in already: the scan's end stays put, or a group loaded faster than it is scanned would never
+  // be complete. A record below it that was freed and reused meanwhile is in too; inserted twice, it is kept
+  // once.
+  while (group.build_cursor < group.build_end && *budget > 0) {
     const TimerRef ref = group.build_cursor++;
     const TimerRecord& r = pool_[ref];
-    ++spent;
+    size_t cost = 1;
     if (r.home != Home::kNone && r.group == probe.code) {
       InsertOrdered(probe.code, ref);
-      spent += kOrderInsertCost;
+      cost += kOrderInsertCost;
     }
+    *budget -= std::min(*budget, cost);
   }
-  if (group.build_cursor < end) return false;
+  if (group.build_cursor < group.build_end) return false;
   group.order = Order::kComplete;
   return true;
 }

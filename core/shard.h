@@ -195,12 +195,14 @@ class Shard {
   void ForEach(TimerVisitor visit) const;
 
   // Asks for the ordered index of `id`'s group (see "Groups"), noting `now_ns` as its last use, and builds
-  // it if it is missing: one scan of the shard's records, in steps of about `budget` units of work (a record
-  // scanned is one, an entry inserted kOrderInsertCost), so a caller on a latency-bound thread can spread a
-  // large group's build over several calls. Returns true once the index is complete, and from then on keeps
-  // it complete through every start, delete and expiration. REQUIRES: ShardOptions::ordered_index.
+  // it if it is missing: one scan of the records that existed when the build began (later ones are indexed
+  // as they start), spending at most `*budget` units of work per call (a record scanned is one, an entry
+  // inserted kOrderInsertCost) and subtracting what it spent, so a caller on a latency-bound thread can
+  // spread a large group's build over several calls and share one budget between requests. Returns true once
+  // the index is complete, and from then on keeps it complete through every start, delete and expiration.
+  // REQUIRES: ShardOptions::ordered_index.
   static constexpr size_t kOrderInsertCost = 64;
-  bool RequestOrder(std::string_view id, uint64_t now_ns, size_t budget);
+  bool RequestOrder(std::string_view id, uint64_t now_ns, size_t* budget);
   // Drops the ordered index of every group whose last RequestOrder was before `before_ns` (it is rebuilt on
   // the next request). Returns how many it dropped. O(groups).
   size_t DropOrdersUnusedSince(uint64_t before_ns);
@@ -321,6 +323,7 @@ class Shard {
     OrderedIndex ordered;  // Its timers in id order: none while kNone, some while kBuilding, all once kComplete.
     Order order = Order::kNone;
     TimerRef build_cursor = 0;     // kBuilding: records below it have been scanned.
+    TimerRef build_end = 0;        // kBuilding: the scan's end, the pool's high-water mark when it began.
     uint64_t order_used_ns = 0;    // The last RequestOrder.
   };
   // Whether starts and deletes of the group keep its ordered index.

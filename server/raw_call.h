@@ -95,7 +95,8 @@ class RawUnary final : public UnaryCall {
         response(*google::protobuf::Arena::CreateMessage<Resp>(&arena_)) {}
 
  private:
-  // Enough for a unary call's messages, so most calls allocate nothing beyond the call itself.
+  // Enough for a unary call's request and the messages the handler's thread adds. (Another thread that
+  // allocates on the arena, such as a worker filling the response, gets a first block of its own.)
   alignas(8) char initial_block_[kCallArenaInlineBytes];
   google::protobuf::Arena arena_;  // Declared before the messages it holds, so it is destroyed after them.
 

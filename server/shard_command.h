@@ -67,9 +67,9 @@ class ShardContext {
   // its namespace to be built). The worker keeps it, skips its Done, and applies it again in the next round,
   // which it starts without sleeping.
   virtual void Defer() = 0;
-  // The work a command may spend on building an ordered index in one Apply (Shard::RequestOrder's budget):
-  // small, so the rounds that build stay short; unbounded once the worker is stopping.
-  virtual size_t order_budget() const = 0;
+  // What is left of this round's budget for building ordered indexes (Shard::RequestOrder's), shared by the
+  // round's commands: small, so the rounds that build stay short; unbounded once the worker is stopping.
+  virtual size_t* order_budget() = 0;
 };
 
 class ShardCommand {

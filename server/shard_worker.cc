@@ -24,9 +24,9 @@ constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
 // round well inside kRoundHeadroomBytes.
 constexpr size_t kMaxRoundCommands = 1024;
 constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
-// A round's work on building a namespace's ordered index (Shard::RequestOrder units: a record scanned is one,
-// an entry inserted 64): about a millisecond, so a large namespace's first ListTimers page delays firing by
-// no more than that per round.
+// A round's work on building namespaces' ordered indexes, shared by its ListTimers commands
+// (Shard::RequestOrder units: a record scanned is one, an entry inserted 64): about a millisecond, so a large
+// namespace's first ListTimers page delays firing by no more than that per round.
 constexpr size_t kOrderBudget = 64 * 1024;
 // A namespace's ordered index is dropped this long after its last ListTimers page, and rebuilt on the next.
 constexpr uint64_t kOrderIdleNs = 600'000'000'000;
@@ -171,6 +171,10 @@ void ShardWorker::Run() {
     }
     if (stop) {
       DrainCommits();
+      // The last round's unbounded budget lets every deferred command finish; one that still deferred would
+      // never be answered, so it is told lawnd is stopping.
+      for (auto& command : deferred_) command->Done(absl::UnavailableError("lawnd is stopping"));
+      deferred_.clear();
       return;
     }
   }
@@ -183,6 +187,8 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
                : store_ != nullptr      ? store_->CheckSpace(kRoundHeadroomBytes)
                                         : absl::OkStatus();
   // Commands deferred by the last round first (a ListTimers waiting for its ordered index), then new ones.
+  // The last round before stopping finishes every deferred command.
+  order_budget_ = last_round_ ? SIZE_MAX : kOrderBudget;
   std::vector<std::unique_ptr<ShardCommand>> again;
   again.swap(deferred_);
   for (auto* list : {&again, &commands}) {
@@ -214,8 +220,6 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
   if (expire && expiry_enabled && may_fire) Expire();
   PublishGauges();
 }
-
-size_t ShardWorker::order_budget() const { return last_round_ ? SIZE_MAX : kOrderBudget; }
 
 bool ShardWorker::OpenRoundFull() const {
   return open_->commands.size() >= kMaxRoundCommands || open_->batch.ByteSize() >= kMaxRoundBytes;

@@ -48,7 +48,7 @@ class ShardWorker final : private ShardContext {
   ~ShardWorker();
 
   void Start();
-  // Queues a command; it runs in the worker's next round.
+  // Queues a command; it runs in the worker's next round (a ListTimers may take more rounds: see Defer).
   void Submit(std::unique_ptr<ShardCommand> command);
   // Commands queued and not yet taken by the worker (approximate; for backpressure).
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
@@ -75,7 +75,7 @@ class ShardWorker final : private ShardContext {
   void ReleaseGated() override { release_gated_ = true; }
   uint64_t NextDeliveryId() override;
   void Defer() override { deferring_ = true; }
-  size_t order_budget() const override;
+  size_t* order_budget() override { return &order_budget_; }
   // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
@@ -120,6 +120,7 @@ class ShardWorker final : private ShardContext {
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;
   bool deferring_ = false;  // Set by Defer during one command's Apply.
   bool last_round_ = false;  // The round being applied is the one before the worker stops.
+  size_t order_budget_ = 0;  // What this round may still spend on building ordered indexes.
   std::vector<std::unique_ptr<ShardCommand>> deferred_;  // Commands that asked to be applied again.
   uint64_t next_order_drop_ns_ = 0;  // When to drop the ordered indexes no ListTimers used for a while.
 

@@ -225,6 +225,7 @@ void SubscribeReactor::TrySend() {
     // each expiration about seven mallocs and frees on gRPC's thread (BENCHMARKS.md section 20). The outbox
     // shows each delivery to FillExpiration under its lock, so no copy of it is made (section 23).
     filled_ = 0;
+    redelivered_ = 0;
     lateness_.clear();
     Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
     const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
@@ -249,12 +250,15 @@ void SubscribeReactor::TrySend() {
                                : 0;
     if (local + relayed == 0) return;
     writing_ = true;
-    // Relayed ones as they came (their member measured their lateness). With max_batch 0, TrySend took one.
-    // They come last, so DropRelayed finds them at the end.
+    // Relayed ones as they came (their member measured their lateness); with max_batch 0, only when no local
+    // one was taken. They come last, so DropRelayed finds them at the end.
     for (v1::Expiration& e : relayed_) NextMessage()->Swap(&e);
     google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
     if (max_batch_ != 0 && filled_ < many->size()) many->DeleteSubrange(filled_, many->size() - filled_);
     for (const double seconds : lateness_) metrics->expiry_lateness().Observe(seconds);
+    if (redelivered_ != 0) {
+      spdlog::debug("redelivering {} expiration(s) in namespace '{}'", redelivered_, outbox_->name());
+    }
     // Cannot fail: a response is at most kMaxBatchBytes of expirations, or one expiration of at most its
     // payload (4 MiB, config max_payload_bytes) plus a few hundred bytes, far below protobuf's 2 GiB. Closing
     // the stream here instead would run RemoveSubscriber, which wakes other streams, while this stream's
@@ -283,9 +287,7 @@ void SubscribeReactor::FillExpiration(const Delivery& d, v1::Expiration* e) {
   e->set_delivery_id(d.delivery_id);
   e->set_attempt(d.attempt);
   e->set_late(d.late);
-  if (d.attempt > 1) {
-    spdlog::debug("redelivering {} (attempt {}) in namespace '{}'", d.delivery_id, d.attempt, outbox_->name());
-  }
+  if (d.attempt > 1) ++redelivered_;
 }
 
 void SubscribeReactor::DropRelayed() {

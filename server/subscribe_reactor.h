@@ -98,6 +98,7 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
   int filled_ ABSL_GUARDED_BY(mu_) = 0;  // Messages of response_ filled for the write being prepared.
   std::vector<double> lateness_ ABSL_GUARDED_BY(mu_);  // Seconds late of its first deliveries, for the metric.
+  size_t redelivered_ ABSL_GUARDED_BY(mu_) = 0;        // Of its expirations, those sent before (logged at debug).
   // Cluster mode: expirations relayed from the other members, written after the local ones in the same response.
   std::vector<v1::Expiration> relayed_ ABSL_GUARDED_BY(mu_);
   ClusterRouter* const relay_router_;

@@ -266,6 +266,7 @@ void ListCommand::Apply(ShardContext& ctx) {
     ctx.Defer();
     return;
   }
+  read_ = true;
   std::vector<v1::Timer>& out = state_->per_shard[shard_];
   Runtime& runtime = ctx.runtime();
   ctx.shard().VisitGroupInOrder(start, /*inclusive=*/!state_->has_after, [&](const TimerView& t) {
@@ -278,11 +279,18 @@ void ListCommand::Apply(ShardContext& ctx) {
 }
 
 void ListCommand::Done(const absl::Status&) {
+  // A list writes nothing, so the write's status is not its own; but a worker that stopped before this shard's
+  // page was read must not let the others' pages pass for the whole answer.
+  if (!read_) state_->unfinished.store(true, std::memory_order_relaxed);
   if (state_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) state_->Finish();
 }
 
 void ListState::Finish() {
   timer.Observe();
+  if (unfinished.load(std::memory_order_relaxed)) {
+    call->Reply(grpc::Status(grpc::StatusCode::UNAVAILABLE, "lawnd is stopping; retry ListTimers"));
+    return;
+  }
   std::vector<v1::Timer*> all;
   for (auto& shard : per_shard) {
     for (auto& t : shard) all.push_back(&t);

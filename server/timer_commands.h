@@ -97,6 +97,7 @@ struct ListState {
   size_t limit = 0;
   std::vector<std::vector<v1::Timer>> per_shard;
   std::atomic<size_t> remaining{0};
+  std::atomic<bool> unfinished{false};  // A worker stopped before its page was read: answer UNAVAILABLE.
   UnaryCall* call = nullptr;
   v1::ListTimersResponse* response = nullptr;  // The call's.
   RequestTimer timer;
@@ -112,6 +113,7 @@ class ListCommand final : public ShardCommand {
  private:
   std::shared_ptr<ListState> state_;
   uint32_t shard_;
+  bool read_ = false;  // Its page was read (Apply did not defer it).
 };
 
 // GetStats: per-shard counts plus, at the end, namespaces and outboxes.

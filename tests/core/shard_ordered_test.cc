@@ -19,9 +19,15 @@ using ::lawn::test::kSec;
 using ::lawn::test::Replacing;
 using ::lawn::test::TtlSpec;
 
+// One RequestOrder with a budget of its own.
+bool Request(Shard& shard, std::string_view id, uint64_t now_ns, size_t budget) {
+  return shard.RequestOrder(id, now_ns, &budget);
+}
+
 std::vector<std::string> Visit(Shard& shard, std::string_view after, bool inclusive, size_t limit) {
   std::vector<std::string> out;
-  EXPECT_TRUE(shard.RequestOrder(after, 0, SIZE_MAX));  // An unbounded budget completes the build at once.
+  size_t budget = SIZE_MAX;  // Unbounded: the build completes at once.
+  EXPECT_TRUE(shard.RequestOrder(after, 0, &budget));
   shard.VisitGroupInOrder(after, inclusive, [&](const TimerView& t) {
     if (out.size() >= limit) return false;
     out.emplace_back(t.Key());
@@ -35,6 +41,8 @@ std::string GroupOf(const std::string& id) {
   const size_t nul = id.find('\0');
   return nul == std::string::npos ? std::string() : id.substr(0, nul + 1);
 }
+
+size_t DropAll(Shard& shard) { return shard.DropOrdersUnusedSince(UINT64_MAX); }
 
 std::vector<std::string> Expected(const std::set<std::string>& live, const std::string& after, bool inclusive,
                                   size_t limit) {
@@ -140,7 +148,7 @@ TEST(ShardOrderedTest, AGroupIsIndexedOnlyOnceAskedAndInSteps) {
   EXPECT_EQ(shard.ordered_entries(), 0u);
   // 2000 records to scan, 1000 of them inserted: about 66,000 units, so a budget of 5,000 takes many steps.
   int steps = 1;
-  while (!shard.RequestOrder(a, 0, 5000)) ++steps;
+  while (!Request(shard, a, 0, 5000)) ++steps;
   EXPECT_GT(steps, 5);
   EXPECT_EQ(shard.ordered_entries(), 1000u);  // Group b still has none.
   ASSERT_TRUE(shard.Start(TtlSpec(b + "new", kSec), 0).ok());
@@ -150,10 +158,10 @@ TEST(ShardOrderedTest, AGroupIsIndexedOnlyOnceAskedAndInSteps) {
   EXPECT_EQ(Visit(shard, a + "999", false, 10), (std::vector<std::string>{a + "new"}));
   shard.CheckInvariants();
   // Unused since before 5: dropped; used at 10: kept.
-  ASSERT_TRUE(shard.RequestOrder(b, 10, SIZE_MAX));
+  ASSERT_TRUE(Request(shard, b, 10, SIZE_MAX));
   EXPECT_EQ(shard.DropOrdersUnusedSince(5), 1u);
   EXPECT_EQ(shard.ordered_entries(), 1001u);  // b's 1001 entries; a's are gone.
-  EXPECT_FALSE(shard.RequestOrder(a, 20, 10));
+  EXPECT_FALSE(Request(shard, a, 20, 10));
   shard.CheckInvariants();
 }
 
@@ -188,7 +196,7 @@ TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
     mutate(3000);
     const std::string first = "n0" + std::string(1, '\0');
     const uint64_t since = round;
-    while (!shard.RequestOrder(first, since, 1 + rng() % 3000)) {
+    while (!Request(shard, first, since, 1 + rng() % 3000)) {
       mutate(static_cast<int>(rng() % 40));
       shard.CheckInvariants();
     }
@@ -197,6 +205,71 @@ TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
     ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << "round " << round;
     shard.CheckInvariants();
   }
+}
+
+// A build's scan ends where the pool's records ended when it began: a group started into faster than its
+// build's budget scans still completes, and one budget shared by two requests is spent once.
+TEST(ShardOrderedTest, ABuildCompletesWhileItsGroupKeepsGrowing) {
+  ShardOptions options;
+  options.ordered_index = true;
+  options.id_groups = true;
+  Shard shard(options);
+  const std::string g = std::string("g", 1) + std::string(1, '\0');
+  int next = 0;
+  for (; next < 2000; ++next) ASSERT_TRUE(shard.Start(TtlSpec(g + std::to_string(next), kSec), 0).ok());
+  int steps = 0;
+  while (!Request(shard, g, 0, 6500)) {  // About 100 records a step, while 500 more start.
+    ASSERT_LT(++steps, 100) << "the build never completes";
+    for (int k = 0; k < 500; ++k, ++next) ASSERT_TRUE(shard.Start(TtlSpec(g + std::to_string(next), kSec), 0).ok());
+  }
+  EXPECT_EQ(shard.ordered_entries(), static_cast<size_t>(next));
+  shard.CheckInvariants();
+  ASSERT_EQ(DropAll(shard), 1u);
+  size_t budget = 3000;
+  EXPECT_FALSE(shard.RequestOrder(g, 0, &budget));
+  EXPECT_EQ(budget, 0u);
+  EXPECT_FALSE(shard.RequestOrder(g, 0, &budget));  // Nothing left to spend: no progress, no overspending.
+  EXPECT_EQ(budget, 0u);
+}
+
+// Group codes are reused: a group whose last timer goes mid-build loses its partial index, and the group that
+// takes its code next starts unindexed. Without id_groups every id is in one group, built in steps too.
+TEST(ShardOrderedTest, AReusedGroupCodeAndTheSingleGroupBuildCorrectly) {
+  ShardOptions options;
+  options.ordered_index = true;
+  options.id_groups = true;
+  Shard shard(options);
+  const std::string a = std::string("a", 1) + std::string(1, '\0');
+  const std::string b = std::string("b", 1) + std::string(1, '\0');
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(shard.Start(TtlSpec(a + std::to_string(i), kSec), 0).ok());
+  EXPECT_FALSE(Request(shard, a, 0, 1000));  // Partly built.
+  EXPECT_GT(shard.ordered_entries(), 0u);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(shard.Delete(a + std::to_string(i)).ok());
+  EXPECT_EQ(shard.ordered_entries(), 0u);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(shard.Start(TtlSpec(b + std::to_string(i), kSec), 0).ok());
+  EXPECT_EQ(shard.ordered_entries(), 0u);  // b took a's code and is not indexed until asked.
+  shard.CheckInvariants();
+  std::set<std::string> live_b;
+  for (int i = 0; i < 300; ++i) live_b.insert(b + std::to_string(i));
+  EXPECT_EQ(Visit(shard, b, true, SIZE_MAX), Expected(live_b, b, true, SIZE_MAX));
+
+  Shard plain(ShardOptions{.ordered_index = true});
+  std::set<std::string> live;
+  for (int i = 0; i < 500; ++i) {
+    const std::string id = "p" + std::to_string(i);
+    ASSERT_TRUE(plain.Start(TtlSpec(id, kSec), 0).ok());
+    live.insert(id);
+  }
+  int steps = 0;
+  while (!Request(plain, "", 0, 2000)) {
+    ++steps;
+    ASSERT_TRUE(plain.Delete("p" + std::to_string(steps)).ok());
+    live.erase("p" + std::to_string(steps));
+    plain.CheckInvariants();
+  }
+  EXPECT_GT(steps, 3);
+  EXPECT_EQ(Visit(plain, "", true, SIZE_MAX), Expected(live, "", true, SIZE_MAX));
+  plain.CheckInvariants();
 }
 
 }  // namespace
