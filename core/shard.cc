@@ -129,7 +129,8 @@ void Shard::Forget(TimerRef ref) {
   if (Ordered(code)) EraseOrdered(code, ref);
   pool_.Free(ref);
   if (id_groups_ && --groups_[code].timers == 0) {
-    DropOrder(groups_[code]);  // The code may name another group next; an empty index costs nothing to rebuild.
+    // The code may name another group next, which starts unindexed.
+    DropOrder(groups_[code]);
     if (groups_[code].name.empty()) {
       no_group_code_ = -1;
     } else {
@@ -497,7 +498,9 @@ void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
   if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
   const IdProbe id = Probe(after);
   if (!id.known) return;  // No pending timer in that group.
-  if (groups_[id.code].order != Order::kComplete) InvariantBroken("VisitGroupInOrder before RequestOrder completed");
+  if (groups_[id.code].order != Order::kComplete) {
+    InvariantBroken("VisitGroupInOrder before RequestOrder completed");
+  }
   const OrderedIndex& ordered = groups_[id.code].ordered;
   const OrderedProbe probe{PrefixOf(id.rest), id.rest};
   for (auto it = inclusive ? ordered.lower_bound(probe) : ordered.upper_bound(probe); it != ordered.end(); ++it) {
@@ -522,7 +525,7 @@ void Shard::CheckInvariants() const {
   for (size_t code = 0; code < groups_.size(); ++code) {
     const OrderedIndex& ordered = groups_[code].ordered;
     if (!keep_ordered_ && !ordered.empty()) InvariantBroken("ordered index kept without ordered_index");
-    if (groups_[code].order == Order::kNone && !ordered.empty()) InvariantBroken("ordered index kept unasked");
+    if (groups_[code].order == Order::kNone && !ordered.empty()) InvariantBroken("unasked ordered index");
     // Without id_groups the one group's count is the pool's.
     const size_t timers = id_groups_ ? groups_[code].timers : pool_.live();
     if (groups_[code].order == Order::kComplete ? ordered.size() != timers : ordered.size() > timers) {

@@ -60,7 +60,8 @@ struct ShardOptions {
   // Keep, per group, an index of ids in byte order (a B-tree of 8-byte entries) so VisitGroupInOrder reads a
   // range instead of scanning every timer. A group's index exists only once RequestOrder asked for it, and
   // until DropOrdersUnusedSince drops it: it costs each start and each delete or expiration of the group a
-  // B-tree insert or erase, a cache miss or more per level at a million timers (BENCHMARKS.md sections 7, 22).
+  // B-tree insert or erase, a cache miss or more per level at a million timers (BENCHMARKS.md sections 7,
+  // 22).
   bool ordered_index = false;
   // Split ids into groups (see "Groups" above): for ids that share long prefixes up to a 0x00 byte.
   bool id_groups = false;
@@ -320,7 +321,8 @@ class Shard {
   struct Group {
     std::string name;     // Its bytes, the trailing 0x00 included; "" for ids without a group and free codes.
     uint64_t timers = 0;  // Pending timers of the group in this shard; the code is free while 0.
-    OrderedIndex ordered;  // Its timers in id order: none while kNone, some while kBuilding, all once kComplete.
+    // Its timers in id order: none while kNone, some while kBuilding, all once kComplete.
+    OrderedIndex ordered;
     Order order = Order::kNone;
     TimerRef build_cursor = 0;     // kBuilding: records below it have been scanned.
     TimerRef build_end = 0;        // kBuilding: the scan's end, the pool's high-water mark when it began.

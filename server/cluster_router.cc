@@ -13,7 +13,8 @@ namespace lawn {
 namespace {
 
 // A forwarded call whose caller set no deadline still ends: the owner answers in milliseconds when it is up
-// (a first ListTimers page of a namespace of millions, whose index the owner builds first, in about a second).
+// (a first ListTimers page of a namespace of millions, whose index the owner builds first: about a
+// second).
 constexpr std::chrono::seconds kMaxForwardDeadline(30);
 
 }  // namespace

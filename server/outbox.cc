@@ -149,7 +149,8 @@ bool Outbox::Next(Subscriber& subscriber, uint64_t now_mono_ns, Delivery* out) {
 
 size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,
                          std::vector<Delivery>* out) {
-  return NextBatch(subscriber, now_mono_ns, max_count, max_bytes, [out](const Delivery& d) { out->push_back(d); });
+  return NextBatch(subscriber, now_mono_ns, max_count, max_bytes,
+                   [out](const Delivery& d) { out->push_back(d); });
 }
 
 size_t Outbox::NextBatch(Subscriber& subscriber, uint64_t now_mono_ns, size_t max_count, uint64_t max_bytes,

@@ -98,7 +98,7 @@ class RawUnary final : public UnaryCall {
   // Enough for a unary call's request and the messages the handler's thread adds. (Another thread that
   // allocates on the arena, such as a worker filling the response, gets a first block of its own.)
   alignas(8) char initial_block_[kCallArenaInlineBytes];
-  google::protobuf::Arena arena_;  // Declared before the messages it holds, so it is destroyed after them.
+  google::protobuf::Arena arena_;  // Owns the messages below; declared after the block it starts with.
 
  public:
   Req& request;

@@ -161,7 +161,9 @@ void ShardWorker::Run() {
       }
     }
     last_round_ = stop;  // The last round finishes every deferred command.
-    if (!commands.empty() || !deferred_.empty() || (!stop && !full)) Apply(commands, /*expire=*/!stop && !full);
+    if (!commands.empty() || !deferred_.empty() || (!stop && !full)) {
+      Apply(commands, /*expire=*/!stop && !full);
+    }
     commands.clear();
     if (store_ == nullptr) {
       Commit(*open_);

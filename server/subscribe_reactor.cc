@@ -264,7 +264,8 @@ void SubscribeReactor::TrySend() {
     // the stream here instead would run RemoveSubscriber, which wakes other streams, while this stream's
     // StreamHandle mutex may be held (Wake): two at once deadlock.
     if (const grpc::Status s = SerializeMessage(response_, &write_buf_); !s.ok()) {
-      spdlog::critical("cannot serialize {} expiration(s) from {}: {}", local + relayed, first_id, s.error_message());
+      spdlog::critical("cannot serialize {} expiration(s) from {}: {}", local + relayed, first_id,
+                       s.error_message());
       std::abort();
     }
     DropRelayed();

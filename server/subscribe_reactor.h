@@ -97,9 +97,11 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   // Expirations per response (open.max_batch, capped); 0: one, in the original `expiration` field.
   uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
   int filled_ ABSL_GUARDED_BY(mu_) = 0;  // Messages of response_ filled for the write being prepared.
-  std::vector<double> lateness_ ABSL_GUARDED_BY(mu_);  // Seconds late of its first deliveries, for the metric.
-  size_t redelivered_ ABSL_GUARDED_BY(mu_) = 0;        // Of its expirations, those sent before (logged at debug).
-  // Cluster mode: expirations relayed from the other members, written after the local ones in the same response.
+  // Seconds late of its first deliveries (for the metric), and how many of its expirations were sent before.
+  std::vector<double> lateness_ ABSL_GUARDED_BY(mu_);
+  size_t redelivered_ ABSL_GUARDED_BY(mu_) = 0;
+  // Cluster mode: expirations relayed from the other members, written after the local ones in the same
+  // response.
   std::vector<v1::Expiration> relayed_ ABSL_GUARDED_BY(mu_);
   ClusterRouter* const relay_router_;
   const std::vector<std::pair<std::string, std::string>> relay_metadata_;

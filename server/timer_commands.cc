@@ -279,8 +279,8 @@ void ListCommand::Apply(ShardContext& ctx) {
 }
 
 void ListCommand::Done(const absl::Status&) {
-  // A list writes nothing, so the write's status is not its own; but a worker that stopped before this shard's
-  // page was read must not let the others' pages pass for the whole answer.
+  // A list writes nothing, so the write's status is not its own; but a worker that stopped before this
+  // shard's page was read must not let the others' pages pass for the whole answer.
   if (!read_) state_->unfinished.store(true, std::memory_order_relaxed);
   if (state_->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) state_->Finish();
 }

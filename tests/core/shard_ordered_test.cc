@@ -178,7 +178,8 @@ TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
     uint64_t now = kSec;
     auto mutate = [&](int count) {
       for (int k = 0; k < count; ++k) {
-        const std::string id = "n" + std::to_string(rng() % 2) + std::string(1, '\0') + std::to_string(rng() % 800);
+        const std::string id =
+            "n" + std::to_string(rng() % 2) + std::string(1, '\0') + std::to_string(rng() % 800);
         switch (rng() % 4) {
           case 0:
           case 1:
@@ -200,9 +201,9 @@ TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
       mutate(static_cast<int>(rng() % 40));
       shard.CheckInvariants();
     }
-    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << "round " << round;
+    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << round;
     mutate(500);  // Kept complete from now on.
-    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << "round " << round;
+    ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX)) << round;
     shard.CheckInvariants();
   }
 }
@@ -220,7 +221,9 @@ TEST(ShardOrderedTest, ABuildCompletesWhileItsGroupKeepsGrowing) {
   int steps = 0;
   while (!Request(shard, g, 0, 6500)) {  // About 100 records a step, while 500 more start.
     ASSERT_LT(++steps, 100) << "the build never completes";
-    for (int k = 0; k < 500; ++k, ++next) ASSERT_TRUE(shard.Start(TtlSpec(g + std::to_string(next), kSec), 0).ok());
+    for (int k = 0; k < 500; ++k, ++next) {
+      ASSERT_TRUE(shard.Start(TtlSpec(g + std::to_string(next), kSec), 0).ok());
+    }
   }
   EXPECT_EQ(shard.ordered_entries(), static_cast<size_t>(next));
   shard.CheckInvariants();
