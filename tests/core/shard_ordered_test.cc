@@ -19,6 +19,17 @@ using ::lawn::test::kSec;
 using ::lawn::test::Replacing;
 using ::lawn::test::TtlSpec;
 
+// As lawnd configures its shards: ids grouped by namespace, ordered indexes on request.
+ShardOptions Grouped() {
+  ShardOptions options;
+  options.ordered_index = true;
+  options.id_groups = true;
+  return options;
+}
+
+// A group's name as ids carry it: `name` and its 0x00.
+std::string Ns(const std::string& name) { return name + std::string(1, '\0'); }
+
 // One RequestOrder with a budget of its own.
 bool Request(Shard& shard, std::string_view id, uint64_t now_ns, size_t budget) {
   return shard.RequestOrder(id, now_ns, &budget);
@@ -55,11 +66,32 @@ std::vector<std::string> Expected(const std::set<std::string>& live, const std::
   return out;
 }
 
+// Random starts (replacing), deletes and expirations of the ids n<g>\0<i> (g < groups, i < ids), mirrored in
+// `live`.
+struct RandomChanges {
+  Shard& shard;
+  std::set<std::string>& live;
+  uint64_t now = kSec;
+
+  void Apply(std::mt19937_64& rng, uint64_t groups, uint64_t ids, uint64_t max_ttl_ns, uint64_t max_step_ns) {
+    const std::string id = Ns("n" + std::to_string(rng() % groups)) + std::to_string(rng() % ids);
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        if (shard.Start(Replacing(TtlSpec(id, 1 + rng() % max_ttl_ns)), now).ok()) live.insert(id);
+        break;
+      case 2:
+        if (shard.Delete(id).ok()) live.erase(id);
+        break;
+      default:
+        now += rng() % max_step_ns;
+        shard.Advance(now, [&](const Fired& f) { live.erase(f.timer.Key()); });
+    }
+  }
+};
+
 TEST(ShardOrderedTest, VisitsARangeInIdOrder) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
+  Shard shard(Grouped());
   for (std::string_view id : {std::string_view("a"), std::string_view("c"), std::string_view("b\0x", 3),
                               std::string_view("b\0a", 3), std::string_view("b")}) {
     ASSERT_TRUE(shard.Start(TtlSpec(id, kSec), 0).ok()) << id;
@@ -74,38 +106,23 @@ TEST(ShardOrderedTest, VisitsARangeInIdOrder) {
 }
 
 TEST(ShardOrderedTest, RandomOperationsMatchASetOracle) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
+  Shard shard(Grouped());
   std::set<std::string> live;
+  RandomChanges changes{shard, live};
   std::mt19937_64 rng(7);
-  uint64_t now = kSec;
   for (int step = 0; step < 20000; ++step) {
-    const std::string id = "n" + std::to_string(rng() % 3) + std::string(1, '\0') + std::to_string(rng() % 500);
-    switch (rng() % 5) {
-      case 0:
-      case 1:
-        if (shard.Start(Replacing(TtlSpec(id, 1 + rng() % (20 * kMs))), now).ok()) live.insert(id);
-        break;
-      case 2:
-        if (shard.Delete(id).ok()) live.erase(id);
-        break;
-      case 3:
-        now += rng() % (2 * kMs);
-        shard.Advance(now, [&](const Fired& f) { live.erase(f.timer.Key()); });
-        break;
-      default: {
-        const std::string after = "n" + std::to_string(rng() % 3) + std::string(1, '\0') + std::to_string(rng() % 500);
-        const bool inclusive = rng() % 2 == 0;
-        const size_t limit = rng() % 50;
-        ASSERT_EQ(Visit(shard, after, inclusive, limit), Expected(live, after, inclusive, limit));
-      }
+    if (rng() % 5 == 0) {
+      const std::string after = Ns("n" + std::to_string(rng() % 3)) + std::to_string(rng() % 500);
+      const bool inclusive = rng() % 2 == 0;
+      const size_t limit = rng() % 50;
+      ASSERT_EQ(Visit(shard, after, inclusive, limit), Expected(live, after, inclusive, limit));
+    } else {
+      changes.Apply(rng, 3, 500, 20 * kMs, 2 * kMs);
     }
     if (step % 2000 == 0) shard.CheckInvariants();
   }
   for (const std::string g : {"n0", "n1", "n2"}) {
-    const std::string first = g + std::string(1, '\0');
+    const std::string first = Ns(g);
     ASSERT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX));
   }
   shard.CheckInvariants();
@@ -114,20 +131,17 @@ TEST(ShardOrderedTest, RandomOperationsMatchASetOracle) {
 // Ids whose first bytes after the group are equal (decided by the record, not the entry's prefix word) and
 // ids shorter than the prefix word keep byte order.
 TEST(ShardOrderedTest, SharedPrefixesAndShortIdsKeepByteOrder) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
+  Shard shard(Grouped());
   std::set<std::string> live;
   const std::vector<std::string> rests = {"a",    "ab", "abc", "abcd", "abcde", "abcdX", "abcc", "b",
                                          std::string("a\0", 2), std::string("ab\0\1", 4), "order-000002",
                                          "order-000010", "order-000001"};
   for (const std::string& rest : rests) {
-    const std::string id = std::string("ns", 2) + std::string(1, '\0') + rest;
+    const std::string id = Ns("ns") + rest;
     ASSERT_TRUE(shard.Start(TtlSpec(id, kSec), 0).ok());
     live.insert(id);
   }
-  const std::string first = std::string("ns", 2) + std::string(1, '\0');
+  const std::string first = Ns("ns");
   EXPECT_EQ(Visit(shard, first, true, SIZE_MAX), Expected(live, first, true, SIZE_MAX));
   shard.CheckInvariants();
 }
@@ -135,12 +149,9 @@ TEST(ShardOrderedTest, SharedPrefixesAndShortIdsKeepByteOrder) {
 // Until a group's order is asked for, starts and deletes keep no index for it; once asked, a budget too small
 // for the group spreads the build over several requests.
 TEST(ShardOrderedTest, AGroupIsIndexedOnlyOnceAskedAndInSteps) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
-  const std::string a = std::string("a", 1) + std::string(1, '\0');
-  const std::string b = std::string("b", 1) + std::string(1, '\0');
+  Shard shard(Grouped());
+  const std::string a = Ns("a");
+  const std::string b = Ns("b");
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(shard.Start(TtlSpec(a + std::to_string(i), kSec), 0).ok());
     ASSERT_TRUE(shard.Start(TtlSpec(b + std::to_string(i), kSec), 0).ok());
@@ -168,34 +179,16 @@ TEST(ShardOrderedTest, AGroupIsIndexedOnlyOnceAskedAndInSteps) {
 // Starts (new records and reused ones), deletes, replaces and expirations between the steps of a build:
 // once complete, the index holds exactly the group's live timers in order.
 TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
   std::mt19937_64 rng(11);
   for (int round = 0; round < 20; ++round) {
-    Shard shard(options);
+    Shard shard(Grouped());
     std::set<std::string> live;
-    uint64_t now = kSec;
+    RandomChanges changes{shard, live};
     auto mutate = [&](int count) {
-      for (int k = 0; k < count; ++k) {
-        const std::string id =
-            "n" + std::to_string(rng() % 2) + std::string(1, '\0') + std::to_string(rng() % 800);
-        switch (rng() % 4) {
-          case 0:
-          case 1:
-            if (shard.Start(Replacing(TtlSpec(id, 1 + rng() % (50 * kMs))), now).ok()) live.insert(id);
-            break;
-          case 2:
-            if (shard.Delete(id).ok()) live.erase(id);
-            break;
-          default:
-            now += rng() % kMs;
-            shard.Advance(now, [&](const Fired& f) { live.erase(f.timer.Key()); });
-        }
-      }
+      for (int k = 0; k < count; ++k) changes.Apply(rng, 2, 800, 50 * kMs, kMs);
     };
     mutate(3000);
-    const std::string first = "n0" + std::string(1, '\0');
+    const std::string first = Ns("n0");
     const uint64_t since = round;
     while (!Request(shard, first, since, 1 + rng() % 3000)) {
       mutate(static_cast<int>(rng() % 40));
@@ -211,11 +204,8 @@ TEST(ShardOrderedTest, ABuildInStepsSeesEveryChangeMadeMeanwhile) {
 // A build's scan ends where the pool's records ended when it began: a group started into faster than its
 // build's budget scans still completes, and one budget shared by two requests is spent once.
 TEST(ShardOrderedTest, ABuildCompletesWhileItsGroupKeepsGrowing) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
-  const std::string g = std::string("g", 1) + std::string(1, '\0');
+  Shard shard(Grouped());
+  const std::string g = Ns("g");
   int next = 0;
   for (; next < 2000; ++next) ASSERT_TRUE(shard.Start(TtlSpec(g + std::to_string(next), kSec), 0).ok());
   int steps = 0;
@@ -238,12 +228,9 @@ TEST(ShardOrderedTest, ABuildCompletesWhileItsGroupKeepsGrowing) {
 // Group codes are reused: a group whose last timer goes mid-build loses its partial index, and the group that
 // takes its code next starts unindexed. Without id_groups every id is in one group, built in steps too.
 TEST(ShardOrderedTest, AReusedGroupCodeAndTheSingleGroupBuildCorrectly) {
-  ShardOptions options;
-  options.ordered_index = true;
-  options.id_groups = true;
-  Shard shard(options);
-  const std::string a = std::string("a", 1) + std::string(1, '\0');
-  const std::string b = std::string("b", 1) + std::string(1, '\0');
+  Shard shard(Grouped());
+  const std::string a = Ns("a");
+  const std::string b = Ns("b");
   for (int i = 0; i < 300; ++i) ASSERT_TRUE(shard.Start(TtlSpec(a + std::to_string(i), kSec), 0).ok());
   EXPECT_FALSE(Request(shard, a, 0, 1000));  // Partly built.
   EXPECT_GT(shard.ordered_entries(), 0u);
