@@ -23,8 +23,6 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UIN
 
 uint32_t TimerIdHash(std::string_view id) { return static_cast<uint32_t>(absl::Hash<std::string_view>()(id)); }
 
-size_t Shard::IdHash::operator()(const IdProbe& probe) const { return probe.hash; }
-
 namespace {
 
 // The group of an id: up to and including its first 0x00 byte; "" when it has none.
@@ -37,7 +35,6 @@ std::string_view GroupOf(std::string_view id) {
 
 Shard::Shard(const ShardOptions& options)
     : tick_ns_(options.tick_ns == 0 ? 1 : options.tick_ns),
-      index_(0, IdHash{&pool_}, IdEq{&pool_}),
       keep_ordered_(options.ordered_index),
       id_groups_(options.id_groups),
       lawn_(pool_, options.max_lawn_buckets),
@@ -79,8 +76,10 @@ Shard::IdProbe Shard::Probe(std::string_view id) const {
 
 TimerRef Shard::Find(const IdProbe& probe) const {
   if (!probe.known) return kNoTimer;
-  auto it = index_.find(probe);
-  return it == index_.end() ? kNoTimer : *it;
+  return index_.Find(probe.hash, [&](TimerRef ref) {
+    const TimerRecord& r = pool_[ref];
+    return r.group == probe.code && r.id() == probe.rest;
+  });
 }
 
 absl::StatusOr<uint16_t> Shard::GroupCode(const IdProbe& probe) {
@@ -123,8 +122,7 @@ void Shard::DropOrder(Group& group) {
 }
 
 void Shard::Forget(TimerRef ref) {
-  // Before Free: erasing hashes and compares through the record.
-  index_.erase(ref);
+  if (!index_.Erase(ref, pool_[ref].id_hash)) InvariantBroken("forgotten timer not in the index");
   const uint16_t code = pool_[ref].group;
   if (Ordered(code)) EraseOrdered(code, ref);
   pool_.Free(ref);
@@ -202,7 +200,7 @@ absl::Status Shard::Start(const StartSpec& spec, uint64_t now_ns, TimerVisitor o
       ++groups_[code].timers;
     }
     ref = pool_.Allocate(probe.rest, spec.payload, probe.hash, code);
-    index_.insert(ref);
+    index_.Insert(ref, probe.hash, [this](TimerRef r) { return pool_[r].id_hash; });
     if (Ordered(code)) InsertOrdered(code, ref);
   }
   TimerRecord& r = pool_[ref];
@@ -308,17 +306,10 @@ size_t Shard::FireGroup(std::vector<TimerRef>& group, uint64_t now_ns, AdmitFn a
   // A one-shot timer's firing ends in its index erase, a cache miss at a million timers (a fifth of lawnd's
   // CPU while a burst fires): load the index slots a few timers ahead. The keys carry the hashes.
   constexpr size_t kPrefetchAhead = 8;
-  IdProbe ahead;
-  for (size_t i = 0; i < keys_.size() && i < kPrefetchAhead; ++i) {
-    ahead.hash = keys_[i].id_hash;
-    index_.prefetch(ahead);
-  }
+  for (size_t i = 0; i < keys_.size() && i < kPrefetchAhead; ++i) index_.Prefetch(keys_[i].id_hash);
   for (size_t i = 0; i < group.size(); ++i) {
     const TimerRef ref = group[i];
-    if (i + kPrefetchAhead < keys_.size()) {
-      ahead.hash = keys_[i + kPrefetchAhead].id_hash;
-      index_.prefetch(ahead);
-    }
+    if (i + kPrefetchAhead < keys_.size()) index_.Prefetch(keys_[i + kPrefetchAhead].id_hash);
     const AdmitDecision decision = admit(ViewOf(ref));
     const bool recurring = pool_[ref].interval_ns != 0;
     if (decision.action == Admission::kHold || (decision.action == Admission::kSkip && !recurring)) {
@@ -437,7 +428,7 @@ void Shard::SetTick(uint64_t tick_ns, uint64_t /*now_ns*/) {
 }
 
 void Shard::ForEach(TimerVisitor visit) const {
-  for (TimerRef ref : index_) visit(ViewOf(ref));
+  index_.ForEach([&](TimerRef ref) { visit(ViewOf(ref)); });
 }
 
 uint32_t Shard::PrefixOf(std::string_view rest) {
@@ -509,7 +500,7 @@ void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
 }
 
 size_t Shard::MemoryBytes() const {
-  return sizeof(*this) + pool_.MemoryBytes() + index_.capacity() * (sizeof(TimerRef) + 1) +
+  return sizeof(*this) + pool_.MemoryBytes() + index_.MemoryBytes() +
          lawn_.MemoryBytes() + wheel_.MemoryBytes() + group_.capacity() * sizeof(TimerRef) +
          keys_.capacity() * sizeof(FireKey) +
          // B-tree nodes filled in random order are about 2/3 full.
@@ -533,7 +524,7 @@ void Shard::CheckInvariants() const {
     }
     ordered_size += ordered.size();
     for (auto it = ordered.begin(); it != ordered.end(); ++it) {
-      if (index_.find(it->ref) == index_.end()) InvariantBroken("ordered index holds a dead ref");
+      if (!index_.Contains(it->ref, pool_[it->ref].id_hash)) InvariantBroken("ordered index holds a dead ref");
       if (pool_[it->ref].group != code) InvariantBroken("ordered index of another group holds the timer");
       if (PrefixOf(pool_[it->ref].id()) != it->prefix) InvariantBroken("ordered key is stale");
       if (std::next(it) != ordered.end() && !ordered.key_comp()(*it, *std::next(it))) {
@@ -561,7 +552,12 @@ void Shard::CheckInvariants() const {
   }
   if (held != held_count_) InvariantBroken("held count");
   std::vector<uint64_t> group_timers(groups_.size(), 0);
-  for (TimerRef ref : index_) {
+  std::vector<TimerRef> indexed;
+  indexed.reserve(index_.size());
+  index_.ForEach([&](TimerRef ref) { indexed.push_back(ref); });
+  std::sort(indexed.begin(), indexed.end());
+  if (std::adjacent_find(indexed.begin(), indexed.end()) != indexed.end()) InvariantBroken("a ref indexed twice");
+  for (TimerRef ref : indexed) {
     const TimerRecord& r = pool_[ref];
     const std::string whole = ViewOf(ref).Key();
     if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");

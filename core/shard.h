@@ -42,10 +42,10 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/id_index.h"
 #include "core/lawn.h"
 #include "core/timer_pool.h"
 #include "core/timing_wheel.h"
@@ -246,23 +246,6 @@ class Shard {
     uint16_t code = 0;
     bool known = false;  // False if this shard holds no timer of the id's group: no timer can match.
   };
-  struct IdHash {
-    using is_transparent = void;
-    const TimerPool* pool;
-    size_t operator()(const IdProbe& probe) const;
-    size_t operator()(TimerRef ref) const { return (*pool)[ref].id_hash; }
-  };
-  struct IdEq {
-    using is_transparent = void;
-    const TimerPool* pool;
-    bool operator()(TimerRef a, TimerRef b) const { return a == b; }
-    bool operator()(TimerRef a, const IdProbe& b) const {
-      const TimerRecord& r = (*pool)[a];
-      return r.group == b.code && r.id() == b.rest;
-    }
-    bool operator()(const IdProbe& a, TimerRef b) const { return (*this)(b, a); }
-  };
-
   // Each group has its own ordered index, ordered by (first 4 bytes of the id after the group, the rest):
   // most comparisons are decided by the entry's prefix word without reading the record (a cache miss each;
   // BENCHMARKS.md section 7), and an entry is 8 bytes (no group in it).
@@ -339,7 +322,7 @@ class Shard {
   // group is not counted: nothing is kept per group on the hot path then).
   int32_t no_group_code_ = -1;
   std::vector<uint16_t> free_group_codes_;
-  absl::flat_hash_set<TimerRef, IdHash, IdEq> index_;
+  IdIndex index_;
   const bool keep_ordered_;
   const bool id_groups_;
   Lawn lawn_;

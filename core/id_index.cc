@@ -1,0 +1,95 @@
+#include "core/id_index.h"
+
+#include <cstring>
+#include <new>
+
+namespace lawn {
+
+namespace {
+
+constexpr std::align_val_t kChunkAlignment{64};
+
+}  // namespace
+
+IdIndex::~IdIndex() {
+  if (chunks_ != nullptr) ::operator delete(chunks_, kChunkAlignment);
+}
+
+void IdIndex::Insert(TimerRef ref, uint32_t hash, HashOf hash_of) {
+  if (size_ + 1 > chunk_count_ * kMaxFilledPerChunk) Grow(hash_of);
+  Place(ref, hash);
+  ++size_;
+}
+
+void IdIndex::Place(TimerRef ref, uint32_t hash) {
+  // The load bound leaves room in some chunk, so this ends.
+  for (size_t chunk = HomeOf(hash);; chunk = Next(chunk)) {
+    Chunk& c = chunks_[chunk];
+    const uint32_t empty = Match(c, 0);
+    if (empty != 0) {
+      const int slot = __builtin_ctz(empty);
+      c.tags[slot] = TagOf(hash);
+      c.refs[slot] = ref;
+      return;
+    }
+    if (c.overflow != kOverflowSaturated) ++c.overflow;
+  }
+}
+
+bool IdIndex::Erase(TimerRef ref, uint32_t hash) {
+  if (size_ == 0) return false;
+  const uint8_t tag = TagOf(hash);
+  const size_t home = HomeOf(hash);
+  size_t chunk = home;
+  for (size_t probed = 0; probed < chunk_count_; ++probed, chunk = Next(chunk)) {
+    Chunk& c = chunks_[chunk];
+    for (uint32_t match = Match(c, tag); match != 0; match &= match - 1) {
+      const int slot = __builtin_ctz(match);
+      if (c.refs[slot] != ref) continue;
+      c.tags[slot] = 0;
+      --size_;
+      // The chunks this ref's probe passed no longer need to send lookups on for it.
+      for (size_t passed = home; passed != chunk; passed = Next(passed)) {
+        if (chunks_[passed].overflow != kOverflowSaturated) --chunks_[passed].overflow;
+      }
+      return true;
+    }
+    if (c.overflow == 0) return false;
+  }
+  return false;
+}
+
+bool IdIndex::Contains(TimerRef ref, uint32_t hash) const {
+  return Find(hash, [ref](TimerRef candidate) { return candidate == ref; }) != kNoTimer;
+}
+
+void IdIndex::Prefetch(uint32_t hash) const {
+  if (chunks_ != nullptr) __builtin_prefetch(&chunks_[HomeOf(hash)]);
+}
+
+void IdIndex::ForEach(absl::FunctionRef<void(TimerRef)> visit) const {
+  for (size_t chunk = 0; chunk < chunk_count_; ++chunk) {
+    const Chunk& c = chunks_[chunk];
+    for (int slot = 0; slot < kSlots; ++slot) {
+      if (c.tags[slot] != 0) visit(c.refs[slot]);
+    }
+  }
+}
+
+void IdIndex::Grow(HashOf hash_of) {
+  Chunk* const old = chunks_;
+  const size_t old_count = chunk_count_;
+  chunk_count_ = old_count == 0 ? 1 : old_count * 2;
+  chunk_bits_ = old_count == 0 ? 0 : chunk_bits_ + 1;
+  chunks_ = static_cast<Chunk*>(::operator new(chunk_count_ * sizeof(Chunk), kChunkAlignment));
+  std::memset(static_cast<void*>(chunks_), 0, chunk_count_ * sizeof(Chunk));
+  for (size_t chunk = 0; chunk < old_count; ++chunk) {
+    const Chunk& c = old[chunk];
+    for (int slot = 0; slot < kSlots; ++slot) {
+      if (c.tags[slot] != 0) Place(c.refs[slot], hash_of(c.refs[slot]));
+    }
+  }
+  if (old != nullptr) ::operator delete(old, kChunkAlignment);
+}
+
+}  // namespace lawn
