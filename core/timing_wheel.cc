@@ -14,9 +14,9 @@ namespace {
 }
 
 // Level at which deadline tick `t` is filed relative to `elapsed`: the 6-bit digit holding the most
-// significant differing bit. `| 63` makes equal values (and differences only in digit 0) level 0.
+// significant differing bit. `| (kSlots - 1)` makes equal values (and differences only in digit 0) level 0.
 int LevelFor(uint64_t elapsed, uint64_t t) {
-  return (63 - __builtin_clzll((elapsed ^ t) | uint64_t{63})) / TimingWheel::kSlotBits;
+  return (63 - __builtin_clzll((elapsed ^ t) | uint64_t{TimingWheel::kSlots - 1})) / TimingWheel::kSlotBits;
 }
 
 // Bits of `t` above the digit of `level` (all zero for the top level, whose digit reaches bit 63).
@@ -45,7 +45,7 @@ void TimingWheel::Link(TimerRef ref, uint64_t deadline_tick) {
   r.next = l.head[slot];
   if (r.next != kNoTimer) pool_[r.next].prev = ref;
   l.head[slot] = ref;
-  l.occupied |= uint64_t{1} << slot;
+  l.Mark(slot);
   levels_in_use_ |= static_cast<uint16_t>(1u << level);
   r.home = Home::kWheel;
   r.location = static_cast<uint16_t>(level * kSlots + slot);
@@ -59,8 +59,8 @@ void TimingWheel::Remove(TimerRef ref) {
   if (r.prev != kNoTimer) pool_[r.prev].next = r.next; else l.head[slot] = r.next;
   if (r.next != kNoTimer) pool_[r.next].prev = r.prev;
   if (l.head[slot] == kNoTimer) {
-    l.occupied &= ~(uint64_t{1} << slot);
-    if (l.occupied == 0) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
+    l.Unmark(slot);
+    if (l.Empty()) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
   }
   r.prev = r.next = kNoTimer;
   r.home = Home::kNone;
@@ -71,20 +71,19 @@ TimerRef TimingWheel::TakeSlot(int level, int slot) {
   Level& l = levels_[level];
   const TimerRef head = l.head[slot];
   l.head[slot] = kNoTimer;
-  l.occupied &= ~(uint64_t{1} << slot);
-  if (l.occupied == 0) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
+  l.Unmark(slot);
+  if (l.Empty()) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
   return head;
 }
 
 bool TimingWheel::NextInLevel(int level, int* slot, uint64_t* start) const {
-  const uint64_t occupied = levels_[level].occupied;
-  if (occupied == 0) return false;
+  const Level& l = levels_[level];
+  if (l.Empty()) return false;
   const int shift = level * kSlotBits;
   const int digit = static_cast<int>((elapsed_ >> shift) & (kSlots - 1));
   // Every occupied slot has a digit >= elapsed's (see the invariants), so no wrap-around search is needed.
-  const uint64_t ahead = occupied & (~uint64_t{0} << digit);
-  if (ahead == 0) InvariantBroken("occupied slot behind elapsed");
-  *slot = __builtin_ctzll(ahead);
+  *slot = l.FirstMarkedFrom(digit);
+  if (*slot < 0) InvariantBroken("occupied slot behind elapsed");
   // A slot at elapsed's own digit started in the past (a higher-level one waits for its cascade): due now.
   *start = *slot == digit ? elapsed_ : HighBits(elapsed_, level) | (uint64_t(*slot) << shift);
   return true;
@@ -162,10 +161,10 @@ void TimingWheel::CheckInvariants() const {
   size_t total = 0;
   for (int level = 0; level < kLevels; ++level) {
     const Level& l = levels_[level];
-    if (((levels_in_use_ >> level) & 1) != (l.occupied != 0)) InvariantBroken("level mask");
+    if (((levels_in_use_ >> level) & 1) != !l.Empty()) InvariantBroken("level mask");
     const int digit = static_cast<int>((elapsed_ >> (level * kSlotBits)) & (kSlots - 1));
     for (int slot = 0; slot < kSlots; ++slot) {
-      if (((l.occupied >> slot) & 1) != (l.head[slot] != kNoTimer)) InvariantBroken("occupancy bitmap");
+      if (l.Marked(slot) != (l.head[slot] != kNoTimer)) InvariantBroken("occupancy bitmap");
       if (l.head[slot] != kNoTimer && slot < digit) InvariantBroken("occupied slot behind elapsed");
       TimerRef prev = kNoTimer;
       for (TimerRef ref = l.head[slot]; ref != kNoTimer; ref = pool_[ref].next) {

@@ -1,24 +1,27 @@
 // TimingWheel: a hierarchical timing wheel over 64-bit tick numbers (Varghese & Lauck scheme 7; the Volt
 // runtime's bitmap variant), for timers whose TTLs are irregular.
 //
-// Level L has 64 slots of 64^L ticks each. A timer with deadline tick d is filed at the level of the most
-// significant bit in which d differs from `elapsed` (63 - clz((elapsed ^ d) | 63)) / 6, in slot
-// (d >> 6L) & 63. Eleven levels cover 66 bits, so every 64-bit deadline has a level: no overflow list and no
-// maximum TTL. With the default 1 ms tick:
+// Level L has 256 slots of 256^L ticks each. A timer with deadline tick d is filed at the level of the most
+// significant bit in which d differs from `elapsed`, (63 - clz((elapsed ^ d) | 255)) / 8, in slot
+// (d >> 8L) & 255. Eight levels cover the 64 bits, so every 64-bit deadline has a level: no overflow list and
+// no maximum TTL. With the default 1 ms tick:
 //
 //   level  slot width        range of the level
-//     0    1 ms              64 ms
-//     1    64 ms             4.1 s
-//     2    4.1 s             4.4 min
-//     3    4.4 min           4.7 h
-//     4    4.7 h             12.4 days
-//     5    12.4 days         2.2 years
-//     6..10 ...              up to 2^64 ticks (5.8e8 years)
+//     0    1 ms              256 ms
+//     1    256 ms            65.5 s
+//     2    65.5 s            4.7 h
+//     3    4.7 h             49.7 days
+//     4    49.7 days         34.8 years
+//     5..7 ...               up to 2^64 ticks (5.8e8 years)
 //
-// Each level keeps a 64-bit occupancy bitmap; the next occupied slot is a ctz, and a 16-bit mask of non-empty
-// levels skips empty ones, so NextTick is O(levels in use) and insert/remove are O(1). As time passes, the
-// earliest occupied slot of a level > 0 is cascaded: its timers are re-filed relative to the new `elapsed`,
-// landing at lower levels. Each timer cascades at most once per level.
+// 256 slots rather than the 64 of a machine word: a timer is walked once per level it cascades through, a
+// cache miss each (half of lawn_bench's Expire with TTLs up to a minute), and with 256 slots a TTL up to
+// 65 s cascades at most once instead of twice (BENCHMARKS.md section 24).
+//
+// Each level keeps a 256-bit occupancy bitmap; the next occupied slot is a ctz over at most four words, and
+// a mask of non-empty levels skips empty ones, so NextTick is O(levels in use) and insert/remove are O(1). As
+// time passes, the earliest occupied slot of a level > 0 is cascaded: its timers are re-filed relative to the
+// new `elapsed`, landing at lower levels. Each timer cascades at most once per level.
 //
 // Invariants (CheckInvariants): every filed timer has deadline tick >= elapsed (a past-due timer is filed at
 // elapsed); it sits at the level and slot
@@ -40,9 +43,9 @@ namespace lawn {
 
 class TimingWheel {
  public:
-  static constexpr int kLevels = 11;
-  static constexpr int kSlotBits = 6;
+  static constexpr int kSlotBits = 8;
   static constexpr int kSlots = 1 << kSlotBits;
+  static constexpr int kLevels = (64 + kSlotBits - 1) / kSlotBits;  // Enough digits for any 64-bit tick.
 
   TimingWheel(TimerPool& pool, uint64_t tick_ns);
   TimingWheel(const TimingWheel&) = delete;
@@ -83,8 +86,27 @@ class TimingWheel {
 
  private:
   struct Level {
-    uint64_t occupied = 0;
+    static constexpr int kWords = (kSlots + 63) / 64;
+    std::array<uint64_t, kWords> occupied{};  // Bit s: head[s] is not empty.
     std::array<TimerRef, kSlots> head;
+
+    void Mark(int slot) { occupied[slot >> 6] |= uint64_t{1} << (slot & 63); }
+    void Unmark(int slot) { occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63)); }
+    bool Marked(int slot) const { return (occupied[slot >> 6] >> (slot & 63)) & 1; }
+    bool Empty() const {
+      for (uint64_t word : occupied) {
+        if (word != 0) return false;
+      }
+      return true;
+    }
+    // The first marked slot >= `from`, or -1.
+    int FirstMarkedFrom(int from) const {
+      for (int w = from >> 6; w < kWords; ++w) {
+        const uint64_t word = w == (from >> 6) ? occupied[w] & (~uint64_t{0} << (from & 63)) : occupied[w];
+        if (word != 0) return w * 64 + __builtin_ctzll(word);
+      }
+      return -1;
+    }
   };
 
   // Slot of the earliest occupied slot at `level` and its start tick.

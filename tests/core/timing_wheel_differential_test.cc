@@ -24,11 +24,11 @@ constexpr uint64_t kTimeLimit = uint64_t{1} << 62;  // Keep far from wrap-around
 
 uint64_t RandomDeadlineTick(Rng& rng, uint64_t elapsed) {
   const uint64_t r = rng.Uniform(0, 99);
-  if (r < 45) return elapsed + rng.Uniform(0, 64 * 64);
+  if (r < 45) return elapsed + rng.Uniform(0, uint64_t{TimingWheel::kSlots} * TimingWheel::kSlots);
   if (r < 65) return elapsed + rng.Uniform(0, uint64_t{1} << 24);
   if (r < 80) {  // Near a slot or level boundary above elapsed.
-    const int level = static_cast<int>(rng.Uniform(1, 9));
-    const uint64_t unit = uint64_t{1} << (6 * level);
+    const int level = static_cast<int>(rng.Uniform(1, TimingWheel::kLevels - 1));
+    const uint64_t unit = uint64_t{1} << (TimingWheel::kSlotBits * level);
     const uint64_t boundary = (elapsed / unit + rng.Uniform(1, 3)) * unit;
     return boundary + rng.Uniform(0, 4) - 2;
   }

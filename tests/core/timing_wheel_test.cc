@@ -1,4 +1,4 @@
-// Unit tests of TimingWheel: filing, cascading across all eleven levels, the top of the 64-bit range,
+// Unit tests of TimingWheel: filing, cascading across every level, the top of the 64-bit range,
 // removal and re-filing under a new tick.
 #include "core/timing_wheel.h"
 
@@ -89,7 +89,9 @@ std::set<TimerRef> Refs(const std::vector<FiredAt>& fired) {
   return refs;
 }
 
-uint64_t Pow64(int level) { return level == 0 ? 1 : uint64_t{1} << (6 * level); }
+// kSlots^level: the first tick filed at `level` from elapsed 0.
+uint64_t PowSlots(int level) { return uint64_t{1} << (TimingWheel::kSlotBits * level); }
+constexpr uint64_t kSlots = TimingWheel::kSlots;
 
 // Inserts timers at `deadlines` (ticks; tick_ns = 1) and steps to each distinct deadline d, first to d - 1
 // (nothing may fire) and then to d (exactly the timers at d fire, reported at tick d).
@@ -153,10 +155,10 @@ TEST(TimingWheelTest, FiresOnTheDeadlineTickNotBefore) {
   EXPECT_EQ(at6[0].ref, b);
 }
 
-TEST(TimingWheelTest, CascadesThroughEveryLevelAtPowersOfSixtyFour) {
+TEST(TimingWheelTest, CascadesThroughEveryLevelAtPowersOfTheSlotCount) {
   WheelHarness h(1);
   std::vector<uint64_t> deadlines;
-  for (int level = 0; level < TimingWheel::kLevels; ++level) deadlines.push_back(Pow64(level));
+  for (int level = 0; level < TimingWheel::kLevels; ++level) deadlines.push_back(PowSlots(level));
   ExpectEachFiresExactlyOnTime(h, deadlines);
 }
 
@@ -164,22 +166,22 @@ TEST(TimingWheelTest, CascadesJustBelowAndAboveLevelBoundaries) {
   WheelHarness h(1);
   std::vector<uint64_t> deadlines;
   for (int level = 0; level < TimingWheel::kLevels; ++level) {
-    const uint64_t p = Pow64(level);
-    for (uint64_t d : {p - 1, p, p + 1, 2 * p - 1, 2 * p, 63 * p, 64 * p - 1}) deadlines.push_back(d);
+    const uint64_t p = PowSlots(level);
+    for (uint64_t d : {p - 1, p, p + 1, 2 * p - 1, 2 * p, (kSlots - 1) * p, kSlots * p - 1}) deadlines.push_back(d);
   }
   deadlines.push_back(UINT64_MAX);
   ExpectEachFiresExactlyOnTime(h, deadlines);
 }
 
 TEST(TimingWheelTest, CascadesWhenBoundaryIsOneTickAway) {
-  // With time just below 64^L, deadline 64^L differs from it in bit 6L: the timer is filed at level L
+  // With time just below kSlots^L, deadline kSlots^L differs from it in digit L: the timer is filed at level L
   // although it is due one or two ticks later, and must cascade down in time.
   for (int level = 1; level < TimingWheel::kLevels; ++level) {
     SCOPED_TRACE("level " + std::to_string(level));
     WheelHarness h(1);
-    const uint64_t p = Pow64(level);
+    const uint64_t p = PowSlots(level);
     h.wheel().AdvanceTo(p - 2);
-    ExpectEachFiresExactlyOnTime(h, {p - 1, p, p + 1, p + 63, p + 64});
+    ExpectEachFiresExactlyOnTime(h, {p - 1, p, p + 1, p + kSlots - 1, p + kSlots});
   }
 }
 
@@ -187,8 +189,8 @@ TEST(TimingWheelTest, LargeJumpFiresEverythingInTickOrder) {
   WheelHarness h(1);
   std::vector<uint64_t> deadlines;
   for (int level = 0; level < TimingWheel::kLevels; ++level) {
-    deadlines.push_back(Pow64(level) + 3);
-    deadlines.push_back(5 * Pow64(level) - 1);
+    deadlines.push_back(PowSlots(level) + 3);
+    deadlines.push_back(5 * PowSlots(level) - 1);
   }
   deadlines.push_back(UINT64_MAX - 1);
   std::map<TimerRef, uint64_t> expected_tick;
@@ -203,7 +205,8 @@ TEST(TimingWheelTest, DeadlinesNearTopOfRangeFireOnTimeFromZero) {
   WheelHarness h(1);
   std::vector<uint64_t> deadlines;
   for (uint64_t k : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{63}, uint64_t{64}, uint64_t{65},
-                     uint64_t{4095}, uint64_t{4096}, uint64_t{1} << 30, uint64_t{1} << 60}) {
+                     uint64_t{255}, uint64_t{256}, uint64_t{4095}, uint64_t{4096}, uint64_t{65535},
+                     uint64_t{65536}, uint64_t{1} << 30, uint64_t{1} << 60}) {
     deadlines.push_back(UINT64_MAX - k);
   }
   ExpectEachFiresExactlyOnTime(h, deadlines);
@@ -262,7 +265,7 @@ TEST(TimingWheelTest, RemovedTimerNeverFires) {
 
 TEST(TimingWheelTest, RemovingLastTimerOfUpperLevelSlotClearsIt) {
   WheelHarness h(1);
-  TimerRef far = h.Add(5 * Pow64(3));
+  TimerRef far = h.Add(5 * PowSlots(3));
   TimerRef near = h.Add(40);
   h.Remove(far);
   ASSERT_TRUE(h.wheel().NextTick().has_value());
@@ -291,7 +294,7 @@ TEST(TimingWheelTest, RemoveAfterPartialCascade) {
 
 TEST(TimingWheelTest, NextTickNeverLaterThanEarliestDeadline) {
   WheelHarness h(1);
-  std::vector<uint64_t> deadlines = {100000, 64, 4097, 262144, 9};
+  std::vector<uint64_t> deadlines = {100000, 64, 4097, 262144, 9, 256, 65537};
   uint64_t earliest = UINT64_MAX;
   for (uint64_t d : deadlines) {
     h.Add(d);
