@@ -1,5 +1,6 @@
 #include "core/id_index.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -77,12 +78,17 @@ void IdIndex::ForEach(absl::FunctionRef<void(TimerRef)> visit) const {
 }
 
 void IdIndex::Grow(HashOf hash_of) {
-  Chunk* const old = chunks_;
   const size_t old_count = chunk_count_;
-  chunk_count_ = old_count == 0 ? 1 : old_count * 2;
+  const size_t new_count = old_count == 0 ? 1 : old_count * 2;
+  // 2^32 refs fill at most 2^29 chunks: HomeOf's shift by 32 - chunk_bits_ stays defined.
+  if (new_count > (size_t{1} << 32)) std::abort();
+  // Allocated before any field changes, so a failed allocation leaves the index as it was.
+  auto* const fresh = static_cast<Chunk*>(::operator new(new_count * sizeof(Chunk), kChunkAlignment));
+  std::memset(static_cast<void*>(fresh), 0, new_count * sizeof(Chunk));  // Every tag empty, every count 0.
+  Chunk* const old = chunks_;
+  chunks_ = fresh;
+  chunk_count_ = new_count;
   chunk_bits_ = old_count == 0 ? 0 : chunk_bits_ + 1;
-  chunks_ = static_cast<Chunk*>(::operator new(chunk_count_ * sizeof(Chunk), kChunkAlignment));
-  std::memset(static_cast<void*>(chunks_), 0, chunk_count_ * sizeof(Chunk));
   for (size_t chunk = 0; chunk < old_count; ++chunk) {
     const Chunk& c = old[chunk];
     for (int slot = 0; slot < kSlots; ++slot) {

@@ -44,7 +44,7 @@ struct alignas(64) TimerRecord {
   uint32_t id_hash = 0;   // Cached hash of the whole id (group included): rehashing never touches the blob.
   uint16_t id_size = 0;   // Bytes of the id after its group.
   uint16_t group = 0;     // The id's group, as its owner (Shard) codes it; 0: none.
-  uint16_t location = 0;  // Lawn: unused (bucket found by ttl); wheel: level * 64 + slot; held: its group.
+  uint16_t location = 0;  // Lawn: its bucket's number; wheel: level * 256 + slot; held: its group.
   Home home = Home::kNone;
   // id bytes (after the group) followed by payload bytes, here if they fit, else in a heap block whose
   // pointer is stored here (memcpy: the bytes are not aligned for a pointer).

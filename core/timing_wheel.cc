@@ -13,7 +13,7 @@ namespace {
   std::abort();
 }
 
-// Level at which deadline tick `t` is filed relative to `elapsed`: the 6-bit digit holding the most
+// Level at which deadline tick `t` is filed relative to `elapsed`: the kSlotBits-bit digit holding the most
 // significant differing bit. `| (kSlots - 1)` makes equal values (and differences only in digit 0) level 0.
 int LevelFor(uint64_t elapsed, uint64_t t) {
   return (63 - __builtin_clzll((elapsed ^ t) | uint64_t{TimingWheel::kSlots - 1})) / TimingWheel::kSlotBits;

@@ -173,6 +173,18 @@ TEST(TimingWheelTest, CascadesJustBelowAndAboveLevelBoundaries) {
   ExpectEachFiresExactlyOnTime(h, deadlines);
 }
 
+TEST(TimingWheelTest, FindsOccupiedSlotsAcrossTheBitmapsWords) {
+  // A level's occupancy bitmap is four 64-bit words: the next occupied slot may sit in a later word than
+  // elapsed's digit, at level 0 and, scaled, at level 1.
+  for (uint64_t unit : {uint64_t{1}, PowSlots(1)}) {
+    SCOPED_TRACE("unit " + std::to_string(unit));
+    WheelHarness h(1);
+    std::vector<uint64_t> deadlines;
+    for (uint64_t slot : {63, 64, 65, 127, 128, 191, 192, 255}) deadlines.push_back(slot * unit);
+    ExpectEachFiresExactlyOnTime(h, deadlines);
+  }
+}
+
 TEST(TimingWheelTest, CascadesWhenBoundaryIsOneTickAway) {
   // With time just below kSlots^L, deadline kSlots^L differs from it in digit L: the timer is filed at level L
   // although it is due one or two ticks later, and must cascade down in time.
