@@ -64,10 +64,6 @@ bool IdIndex::Contains(TimerRef ref, uint32_t hash) const {
   return Find(hash, [ref](TimerRef candidate) { return candidate == ref; }) != kNoTimer;
 }
 
-void IdIndex::Prefetch(uint32_t hash) const {
-  if (chunks_ != nullptr) __builtin_prefetch(&chunks_[HomeOf(hash)]);
-}
-
 void IdIndex::ForEach(absl::FunctionRef<void(TimerRef)> visit) const {
   for (size_t chunk = 0; chunk < chunk_count_; ++chunk) {
     const Chunk& c = chunks_[chunk];

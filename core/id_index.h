@@ -52,7 +52,9 @@ class IdIndex {
   // Whether `ref` is in the index under `hash`. Reads no record.
   bool Contains(TimerRef ref, uint32_t hash) const;
   // Starts loading the chunk a lookup of `hash` reads first.
-  void Prefetch(uint32_t hash) const;
+  void Prefetch(uint32_t hash) const {
+    if (chunks_ != nullptr) __builtin_prefetch(&chunks_[HomeOf(hash)]);
+  }
 
   // Calls `visit(ref)` for every ref, in no particular order. `visit` must not change the index.
   void ForEach(absl::FunctionRef<void(TimerRef)> visit) const;
