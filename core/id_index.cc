@@ -38,30 +38,22 @@ void IdIndex::Place(TimerRef ref, uint32_t hash) {
 }
 
 bool IdIndex::Erase(TimerRef ref, uint32_t hash) {
-  if (size_ == 0) return false;
-  const uint8_t tag = TagOf(hash);
-  const size_t home = HomeOf(hash);
-  size_t chunk = home;
-  for (size_t probed = 0; probed < chunk_count_; ++probed, chunk = Next(chunk)) {
-    Chunk& c = chunks_[chunk];
-    for (uint32_t match = Match(c, tag); match != 0; match &= match - 1) {
-      const int slot = __builtin_ctz(match);
-      if (c.refs[slot] != ref) continue;
-      c.tags[slot] = 0;
-      --size_;
-      // The chunks this ref's probe passed no longer need to send lookups on for it.
-      for (size_t passed = home; passed != chunk; passed = Next(passed)) {
-        if (chunks_[passed].overflow != kOverflowSaturated) --chunks_[passed].overflow;
-      }
-      return true;
-    }
-    if (c.overflow == 0) return false;
+  size_t chunk;
+  int slot;
+  if (!Locate(hash, [ref](TimerRef candidate) { return candidate == ref; }, &chunk, &slot)) return false;
+  chunks_[chunk].tags[slot] = 0;
+  --size_;
+  // The chunks this ref's probe passed no longer need to send lookups on for it.
+  for (size_t passed = HomeOf(hash); passed != chunk; passed = Next(passed)) {
+    if (chunks_[passed].overflow != kOverflowSaturated) --chunks_[passed].overflow;
   }
-  return false;
+  return true;
 }
 
 bool IdIndex::Contains(TimerRef ref, uint32_t hash) const {
-  return Find(hash, [ref](TimerRef candidate) { return candidate == ref; }) != kNoTimer;
+  size_t chunk;
+  int slot;
+  return Locate(hash, [ref](TimerRef candidate) { return candidate == ref; }, &chunk, &slot);
 }
 
 void IdIndex::ForEach(absl::FunctionRef<void(TimerRef)> visit) const {

@@ -96,6 +96,10 @@ class IdIndex {
     return match;
 #endif
   }
+  // Where the probe for `hash` finds a ref with `eq(ref)`: sets *chunk and *slot and returns true, or
+  // returns false. The one probe loop of Find, Contains and Erase.
+  template <typename Eq>
+  bool Locate(uint32_t hash, Eq&& eq, size_t* chunk, int* slot) const;
   // Places a ref with no growth check.
   void Place(TimerRef ref, uint32_t hash);
   void Grow(HashOf hash_of);
@@ -107,19 +111,30 @@ class IdIndex {
 };
 
 template <typename Eq>
-TimerRef IdIndex::Find(uint32_t hash, Eq&& eq) const {
-  if (size_ == 0) return kNoTimer;
+bool IdIndex::Locate(uint32_t hash, Eq&& eq, size_t* chunk, int* slot) const {
+  if (size_ == 0) return false;
   const uint8_t tag = TagOf(hash);
-  size_t chunk = HomeOf(hash);
-  for (size_t probed = 0; probed < chunk_count_; ++probed, chunk = Next(chunk)) {
-    const Chunk& c = chunks_[chunk];
+  size_t at = HomeOf(hash);
+  for (size_t probed = 0; probed < chunk_count_; ++probed, at = Next(at)) {
+    const Chunk& c = chunks_[at];
     for (uint32_t match = Match(c, tag); match != 0; match &= match - 1) {
-      const TimerRef ref = c.refs[__builtin_ctz(match)];
-      if (eq(ref)) return ref;
+      const int s = __builtin_ctz(match);
+      if (eq(c.refs[s])) {
+        *chunk = at;
+        *slot = s;
+        return true;
+      }
     }
-    if (c.overflow == 0) return kNoTimer;
+    if (c.overflow == 0) return false;
   }
-  return kNoTimer;
+  return false;
+}
+
+template <typename Eq>
+TimerRef IdIndex::Find(uint32_t hash, Eq&& eq) const {
+  size_t chunk;
+  int slot;
+  return Locate(hash, eq, &chunk, &slot) ? chunks_[chunk].refs[slot] : kNoTimer;
 }
 
 }  // namespace lawn
