@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Join(const ClusterNode
   node->keeper_ = std::move(*keeper);
   node->keeper_view_.store(node->keeper_.get(), std::memory_order_release);
   node->thread_ = std::thread([n = node.get()] { n->Run(); });
+  node->watch_ = node->etcd_->Watch("/" + options.cluster + "/", [n = node.get()] { n->AskRefresh(); });
   return node;
 }
 
@@ -47,6 +48,7 @@ ClusterNode::~ClusterNode() { Leave(); }
 
 void ClusterNode::Leave() {
   std::call_once(leave_once_, [this] {
+    watch_.reset();  // Its thread calls AskRefresh: gone before the refresh thread is.
     {
       std::lock_guard<std::mutex> lock(sleep_mu_);
       stopping_ = true;
@@ -124,6 +126,14 @@ void ClusterNode::SetMoveDriver(
     std::function<void(const Assignment& target, std::shared_ptr<const ClusterMap> map)> driver) {
   absl::MutexLock lock(&hooks_mu_);
   move_driver_ = std::move(driver);
+}
+
+void ClusterNode::AskRefresh() {
+  {
+    std::lock_guard<std::mutex> lock(sleep_mu_);
+    refresh_asked_ = true;
+  }
+  wake_.notify_all();
 }
 
 bool ClusterNode::RefreshNow(std::chrono::milliseconds timeout) {

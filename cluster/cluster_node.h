@@ -5,10 +5,11 @@
 //
 // What it serves is decided by Place(): a partition is served here only while (1) the last map read from
 // etcd names this member as its owner and (2) the lease is certainly alive (LeaseKeeper::Fresh). The map is
-// re-read every `refresh_every`; ownership changes only by etcd transaction, so a stale map can only make this
-// member refuse or forward, never serve a partition that another member was given, as long as partitions do
-// not move without a hand-over: the PartitionGate (server/partition_gate.h) closes a partition that is
-// moving before its owner key changes.
+// re-read whenever a key of the cluster changes (an etcd watch on /<cluster>/, cluster/etcd_watch.h) and
+// every `refresh_every` besides, in case the watch's stream is down; ownership changes only by etcd
+// transaction, so a stale map can only make this member refuse or forward, never serve a partition that
+// another member was given, as long as partitions do not move without a hand-over: the PartitionGate
+// (server/partition_gate.h) closes a partition that is moving before its owner key changes.
 //
 // A member whose key is still held by an earlier lease (a restart after kill -9, before the old lease ran out)
 // waits for that key to go before it registers: two live processes with one name would serve the same
@@ -48,8 +49,10 @@ struct ClusterNodeOptions {
   uint32_t partitions = 1024;
   std::chrono::seconds lease_ttl{10};
   uint32_t expect_members = 1;
-  // How often the member (and leader) re-reads membership and ownership from etcd.
-  std::chrono::milliseconds refresh_every{250};
+  // How often the member (and leader) re-reads membership and ownership from etcd when nothing changed:
+  // changes are seen at once through the watch, so this only bounds how long a change can go unseen
+  // while the watch's stream is down, and how soon a lost lease is replaced.
+  std::chrono::milliseconds refresh_every{2000};
 };
 
 // The cluster as one member last read it from etcd. Immutable once published.
@@ -114,6 +117,8 @@ class ClusterNode {
   // Called on the refresh thread of the leader when the live members' partitions should move (a member
   // joined, or is draining): `target` is Assign's answer for the map just read. Must not block.
   void SetMoveDriver(std::function<void(const Assignment& target, std::shared_ptr<const ClusterMap> map)> driver);
+  // Maps published so far (one per read of etcd); for tests and logs.
+  uint64_t generation() const { return map()->generation; }
   // Reads etcd now instead of at the next period and waits (up to `timeout`) until a map read after this
   // call is published. False on timeout.
   bool RefreshNow(std::chrono::milliseconds timeout);
@@ -136,6 +141,8 @@ class ClusterNode {
   // One pass: renew the lease if lost, register, lead if possible, read the map and publish it.
   absl::Status Refresh();
   bool SleepFor(std::chrono::milliseconds duration);
+  // Makes the refresh thread start a pass now (or right after the one running), without waiting for it.
+  void AskRefresh();
 
   const ClusterNodeOptions options_;
   const std::unique_ptr<EtcdClient> etcd_;
@@ -154,13 +161,14 @@ class ClusterNode {
   std::function<void(const ClusterMap&)> map_listener_ ABSL_GUARDED_BY(hooks_mu_);
   std::function<void(const Assignment&, std::shared_ptr<const ClusterMap>)> move_driver_ ABSL_GUARDED_BY(hooks_mu_);
   uint64_t generation_ = 0;  // Refresh thread only.
-  bool refresh_asked_ = false;  // Guarded by sleep_mu_: RefreshNow wants a pass at once.
+  bool refresh_asked_ = false;  // Guarded by sleep_mu_: RefreshNow or the watch wants a pass at once.
   std::condition_variable published_;  // With sleep_mu_: a map was published.
   uint64_t passes_started_ = 0;        // Guarded by sleep_mu_: refresh passes begun.
   uint64_t current_pass_ = 0;          // Guarded by sleep_mu_: the pass running (or last run).
   uint64_t published_pass_ = 0;        // Guarded by sleep_mu_: the pass whose map was published last.
 
   std::thread thread_;
+  std::unique_ptr<EtcdWatch> watch_;  // Wakes the refresh thread when a key of the cluster changes.
   std::once_flag leave_once_;
   std::mutex sleep_mu_;
   std::condition_variable wake_;

@@ -23,8 +23,16 @@ EtcdKeyValue FromProto(const mvccpb::KeyValue& kv) {
   return EtcdKeyValue{kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()};
 }
 
-// The key right after every key that starts with `prefix` (etcd's range_end for a prefix).
-std::string PrefixEnd(std::string prefix) {
+bool IsHostPort(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  uint32_t port = 0;
+  return colon != std::string::npos && colon > 0 &&
+         absl::SimpleAtoi(endpoint.substr(colon + 1), &port) && port > 0 && port < 65536;
+}
+
+}  // namespace
+
+std::string EtcdPrefixEnd(std::string prefix) {
   while (!prefix.empty()) {
     if (static_cast<unsigned char>(prefix.back()) < 0xff) {
       prefix.back() = static_cast<char>(prefix.back() + 1);
@@ -34,15 +42,6 @@ std::string PrefixEnd(std::string prefix) {
   }
   return std::string(1, '\0');  // Every key.
 }
-
-bool IsHostPort(const std::string& endpoint) {
-  const size_t colon = endpoint.rfind(':');
-  uint32_t port = 0;
-  return colon != std::string::npos && colon > 0 &&
-         absl::SimpleAtoi(endpoint.substr(colon + 1), &port) && port > 0 && port < 65536;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdClientOptions& options) {
   if (options.endpoints.empty()) return absl::InvalidArgumentError("etcd: no endpoints");
@@ -79,7 +78,10 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const EtcdClient
 }
 
 EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout)
-    : call_timeout_(call_timeout), kv_(etcdserverpb::KV::NewStub(channel)), lease_(etcdserverpb::Lease::NewStub(channel)) {}
+    : channel_(channel),
+      call_timeout_(call_timeout),
+      kv_(etcdserverpb::KV::NewStub(channel)),
+      lease_(etcdserverpb::Lease::NewStub(channel)) {}
 
 void EtcdClient::Prepare(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
@@ -99,7 +101,7 @@ absl::StatusOr<std::optional<EtcdKeyValue>> EtcdClient::Get(const std::string& k
 absl::StatusOr<EtcdClient::Range> EtcdClient::GetPrefix(const std::string& prefix) {
   etcdserverpb::RangeRequest request;
   request.set_key(prefix);
-  request.set_range_end(PrefixEnd(prefix));
+  request.set_range_end(EtcdPrefixEnd(prefix));
   etcdserverpb::RangeResponse response;
   grpc::ClientContext context;
   Prepare(context);
@@ -205,6 +207,10 @@ absl::StatusOr<std::chrono::seconds> EtcdClient::KeepAliveOnce(int64_t lease) {
     return absl::NotFoundError(absl::StrCat("etcd lease ", lease, " has expired or was revoked"));
   }
   return std::chrono::seconds(response.ttl());
+}
+
+std::unique_ptr<EtcdWatch> EtcdClient::Watch(std::string prefix, std::function<void()> changed) {
+  return std::make_unique<EtcdWatch>(channel_, std::move(prefix), std::move(changed));
 }
 
 absl::Status EtcdClient::RevokeLease(int64_t lease) {

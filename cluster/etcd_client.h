@@ -1,5 +1,5 @@
 // EtcdClient: the few etcd v3 calls lawn's cluster mode needs (KV get / put / delete, a compare-and-swap
-// transaction on a key's mod revision, and leases), over gRPC with etcd's own API (cluster/CMakeLists.txt
+// transaction on a key's mod revision, leases, and watches of a prefix), over gRPC with etcd's own API (cluster/CMakeLists.txt
 // generates it from Debian's etcd sources). Consensus is etcd's; lawn only reads and writes keys.
 //
 // Every call is synchronous and bounded by the client's call timeout; a call that etcd did not answer
@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cluster/etcd_watch.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 
 namespace lawn {
@@ -90,13 +92,22 @@ class EtcdClient {
   // Revokes `lease`: the keys attached to it are deleted at once.
   absl::Status RevokeLease(int64_t lease);
 
+  // Calls `changed` whenever a key that starts with `prefix` changes, until the returned watch is destroyed
+  // (cluster/etcd_watch.h: when it is called, and how a lost stream is made good). It may outlive nothing:
+  // destroy it before this client.
+  std::unique_ptr<EtcdWatch> Watch(std::string prefix, std::function<void()> changed);
+
  private:
   explicit EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout);
   void Prepare(grpc::ClientContext& context) const;
 
+  std::shared_ptr<grpc::Channel> channel_;
   std::chrono::milliseconds call_timeout_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
 };
+
+// The key right after every key that starts with `prefix`: etcd's range_end for a prefix.
+std::string EtcdPrefixEnd(std::string prefix);
 
 }  // namespace lawn
