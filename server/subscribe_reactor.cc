@@ -178,7 +178,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
       return;
     }
     handle_ = handle;
-    max_batch_ = std::min(open.max_batch(), kMaxBatchCount);
+    max_batch_ = BatchBound(open.max_batch(), max_in_flight, open.observe());
     ns_ = *ns;
     outbox_ = &(*ns)->outbox;
     open_ns_ = open.namespace_();
@@ -193,7 +193,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     return;
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {}, max_batch {})", *ns_name,
-                max_in_flight, open.observe(), std::min(open.max_batch(), kMaxBatchCount));
+                max_in_flight, open.observe(), BatchBound(open.max_batch(), max_in_flight, open.observe()));
   if (relay_router_ != nullptr) {
     // The handle's Wake is safe after the stream ends (it is detached then): the relay may outlive it.
     std::weak_ptr<StreamHandle> weak = handle;
@@ -211,6 +211,15 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
   }
   StartRead(&read_buf_);
   (*ns)->outbox.AddSubscriber(handle);  // Wakes us: the first sends start here.
+}
+
+uint32_t SubscribeReactor::BatchBound(uint32_t max_batch, uint32_t max_in_flight, bool observe) {
+  const uint32_t bound = std::min(max_batch, kMaxBatchCount);
+  // A batch that fills the whole window leaves nothing to send until the client has read, processed and
+  // acked it: one window per round trip. Half of it keeps a second batch on its way meanwhile (an
+  // observer holds no window).
+  if (bound == 0 || observe) return bound;
+  return std::min(bound, std::max<uint32_t>(1, max_in_flight / 2));
 }
 
 void SubscribeReactor::TrySend() {

@@ -1,6 +1,7 @@
 // SubscribeReactor: one Subscribe stream. Reads `open` then `ack`s; writes expirations taken from its
 // namespace's Outbox, one write in flight at a time: one per message (open.max_batch 0), or a batch of what
-// is ready when the write starts (max_batch > 0; at most kMaxBatchCount and about kMaxBatchBytes).
+// is ready when the write starts (max_batch > 0; at most kMaxBatchCount, half of max_in_flight and about
+// kMaxBatchBytes).
 //
 // The stream is raw (grpc::ByteBuffer both ways, see server/raw_call.h): the reactor parses each message
 // itself, so one that does not parse ends the stream INVALID_ARGUMENT instead of looking like a half-close
@@ -46,6 +47,10 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   static constexpr uint64_t kMaxBatchBytes = 1 << 20;
   // A response whose expirations took more than this on the wire is not kept for reuse (TrySend).
   static constexpr uint64_t kMaxReusedBytes = 256 << 10;
+  // The most expirations one response of a stream may carry: open.max_batch, at most kMaxBatchCount and, for
+  // a subscriber (not an observer), at most half its max_in_flight, so that a second batch can be on its way
+  // while the first is being acked. 0 (one per message) stays 0.
+  static uint32_t BatchBound(uint32_t max_batch, uint32_t max_in_flight, bool observe);
 
   // `admission`: OK, or why new streams are refused now (unauthenticated, recovering, draining): the stream
   // ends with it. `caller` opens the stream only with the subscribe (observe) permission on its namespace.

@@ -12,7 +12,8 @@
 #   LAWND_A=build-bench/server/lawnd EXTRA_A="--tick 1ms" LAWND_B=build-bench/server/lawnd EXTRA_B="--tick 10ms" ...
 #
 # Environment (defaults): LAWND_A, LAWND_B (LAWND_B alone runs one side), EXTRA_A, EXTRA_B (""), REPS (3), RATE (100000),
-# DURATION (10s), TTL_MIN (100ms), TTL_MAX (2s), DURABILITIES ("memory sync"), plus those of load_common.sh.
+# DURATION (10s), TTL_MIN (100ms), TTL_MAX (2s), DURABILITIES ("memory sync"), IN_FLIGHT (1000: the subscriber's
+# open.max_in_flight; IN_FLIGHT_A and IN_FLIGHT_B set one side's), plus those of load_common.sh.
 # Issue 11's burst (as many starts as lawnd takes for a few seconds, all firing 15 s later while one subscriber
 # acks): RATE=2000000 DURATION=2s TTL_MIN=15s TTL_MAX=15s. Bounded: about
 # REPS x modes x sides x (DURATION + 5 s).
@@ -32,11 +33,13 @@ for rep in $(seq 1 "$REPS"); do
       bin_var="LAWND_$side"
       LAWND=${!bin_var}
       extra_var="EXTRA_$side"
+      in_flight_var="IN_FLIGHT_$side"
       # shellcheck disable=SC2086  # EXTRA_* are word lists of flags.
       lawn_start --durability "$durability" --shards 2 ${!extra_var:-}
       load_run "{\"side\":\"$side\",\"durability\":\"$durability\",\"rep\":$rep}" \
         --mode precision --pending 0 --rate "$RATE" --duration "$DURATION" \
-        --ttl 1h --ttl-min "${TTL_MIN:-100ms}" --ttl-max "${TTL_MAX:-2s}" --batch 100 --max-in-flight 1000 >/dev/null
+        --ttl 1h --ttl-min "${TTL_MIN:-100ms}" --ttl-max "${TTL_MAX:-2s}" --batch 100 \
+        --max-in-flight "${!in_flight_var:-${IN_FLIGHT:-1000}}" >/dev/null
       lawn_stop
     done
   done

@@ -132,7 +132,7 @@ TEST_F(BatchSubscribeTest, MaxInFlightBoundsABatchingStream) {
   TestSubscriber first(*stub_, "window", 5, false, /*max_batch=*/100);
   const std::vector<v1::Expiration> held = first.Take(5, kWait);
   ASSERT_EQ(held.size(), 5u);
-  EXPECT_EQ(first.batch_sizes(), Sizes(1, 5));  // All five in one response: the window, not max_batch.
+  EXPECT_EQ(first.batch_sizes(), Sizes(2, 2, 1));  // Half the window per response (BatchBound), five in all.
   TestSubscriber second(*stub_, "window", 100, false, /*max_batch=*/100);
   std::vector<v1::Expiration> rest = second.Take(15, kWait);
   EXPECT_EQ(rest.size(), 15u);
@@ -149,6 +149,23 @@ TEST_F(BatchSubscribeTest, MaxInFlightBoundsABatchingStream) {
   EXPECT_EQ(third.Take(1, kWait).size(), 1u);
   EXPECT_EQ(first.queued(), 0u) << "the first stream went past its window after an ack";
   for (size_t size : first.batch_sizes()) EXPECT_LE(size, 5u);
+}
+
+// A batch takes at most half the stream's window, so a second one is on its way while the client reads and
+// acks the first (a batch of the whole window would leave the stream idle for a round trip): 40 ready, window
+// 10, max_batch 1000 -> responses of 5, and an ack of one of them lets exactly one more of 5 go.
+TEST_F(BatchSubscribeTest, ABatchTakesAtMostHalfTheWindowSoTheNextIsSentBeforeTheFirstIsAcked) {
+  StartLawnd("ack_timeout: 1h\n");
+  StartSoon("half", "t", 40);
+  ASSERT_TRUE(WaitFired("half", 40));
+  TestSubscriber sub(*stub_, "half", 10, false, /*max_batch=*/1000);
+  const std::vector<v1::Expiration> got = sub.Take(10, kWait);
+  ASSERT_EQ(got.size(), 10u);
+  EXPECT_EQ(sub.batch_sizes(), Sizes(2, 5));
+  sub.Ack(Ids(std::vector<v1::Expiration>(got.begin(), got.begin() + 5)));
+  EXPECT_EQ(sub.Take(5, kWait).size(), 5u);
+  EXPECT_EQ(sub.batch_sizes(), Sizes(3, 5));
+  EXPECT_EQ(sub.queued(), 0u) << "the stream went past its window of 10";
 }
 
 // Work sharing across shapes: a stream of the original shape (max_batch 0) and a batching one on the same
@@ -251,7 +268,7 @@ TEST_F(BatchSubscribeTest, OneAckMessageAcksAWholeBatch) {
   ASSERT_TRUE(sub.Ack(Ids(second)));
   ASSERT_TRUE(WaitFired("acks", 0));
   EXPECT_EQ(sub.queued(), 0u);
-  EXPECT_EQ(sub.batch_sizes(), Sizes(2, 10));
+  EXPECT_EQ(sub.batch_sizes(), Sizes(4, 5));  // Half the window each: one ack message acked two batches.
 }
 
 // lawnd reuses a stream's response messages from write to write and sets every field each time: an
