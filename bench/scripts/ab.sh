@@ -6,18 +6,19 @@
 #   LAWND_A=old/build-bench/server/lawnd LAWND_B=build-bench/server/lawnd bench/scripts/ab.sh
 #
 # Environment (defaults): LAWND_A, LAWND_B (required), REPS (3), DURATION (4s), DURABILITIES ("memory sync"),
-# plus those of load_common.sh (LAWN_BUILD for lawn_load).
+# MODES ("unary batch"), plus those of load_common.sh (LAWN_BUILD for lawn_load).
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
 
 : "${LAWND_A:?set LAWND_A}" "${LAWND_B:?set LAWND_B}"
 REPS=${REPS:-3}
 DURATION=${DURATION:-4s}
 DURABILITIES=${DURABILITIES:-memory sync}
+MODES=${MODES:-unary batch}
 out_init ab
 
 for rep in $(seq 1 "$REPS"); do
   for durability in $DURABILITIES; do
-    for mode in unary batch; do
+    for mode in $MODES; do
       conc=$([[ $mode == unary ]] && echo 64 || echo 16)
       count=$([[ $mode == unary ]] && echo 2000000 || echo 8000000)
       for side in A B; do
