@@ -213,6 +213,30 @@ absl::StatusOr<bool> ClusterNode::Register() {
   return true;
 }
 
+absl::StatusOr<std::shared_ptr<ClusterMap>> ClusterNode::ReadMap() {
+  const std::string& c = options_.cluster;
+  // One transaction: members, owners, draining marks and the leader as of one revision, so the map never
+  // pairs an ownership table with a membership from another moment.
+  absl::StatusOr<std::vector<EtcdClient::Range>> read =
+      etcd_->GetPrefixes({MembersPrefix(c), OwnersPrefix(c), DrainingPrefix(c), LeaderKey(c)});
+  if (!read.ok()) return read.status();
+  const std::vector<EtcdClient::Range>& ranges = *read;
+  absl::StatusOr<OwnerTable> owners = ParseOwners(ranges[1], c, options_.partitions);
+  if (!owners.ok()) return owners.status();
+  auto map = std::make_shared<ClusterMap>();
+  map->cluster = c;
+  map->self = options_.member;
+  map->partitions = options_.partitions;
+  for (const EtcdKeyValue& kv : ranges[0].kvs) map->live.emplace(kv.key.substr(MembersPrefix(c).size()), kv.value);
+  map->owners = std::move(owners->owners);
+  map->epochs = std::move(owners->epochs);
+  for (const EtcdKeyValue& kv : ranges[2].kvs) map->draining.insert(kv.key.substr(DrainingPrefix(c).size()));
+  for (const EtcdKeyValue& kv : ranges[3].kvs) {
+    if (kv.key == LeaderKey(c)) map->leader = kv.value;  // A prefix read: only the exact key counts.
+  }
+  return map;
+}
+
 absl::Status ClusterNode::Refresh() {
   if (keeper_->lost()) {
     // etcd dropped the lease (it expired while this member could not renew it): its member key went with
@@ -236,42 +260,25 @@ absl::Status ClusterNode::Refresh() {
   absl::StatusOr<bool> leading = TryLead(*etcd_, options_.cluster, options_.member, keeper_->lease());
   if (!leading.ok()) return leading.status();
 
-  absl::StatusOr<EtcdClient::Range> members = etcd_->GetPrefix(MembersPrefix(options_.cluster));
-  if (!members.ok()) return members.status();
-  auto map = std::make_shared<ClusterMap>();
-  map->cluster = options_.cluster;
-  map->self = options_.member;
-  map->partitions = options_.partitions;
-  const size_t prefix = MembersPrefix(options_.cluster).size();
-  for (const EtcdKeyValue& kv : members->kvs) map->live.emplace(kv.key.substr(prefix), kv.value);
-
-  absl::StatusOr<OwnerTable> owners = ReadOwners(*etcd_, options_.cluster, options_.partitions);
-  if (!owners.ok()) return owners.status();
-  if (*leading && map->live.size() >= options_.expect_members) {
+  absl::StatusOr<std::shared_ptr<ClusterMap>> map = ReadMap();
+  if (!map.ok()) return map.status();
+  if (*leading && (*map)->live.size() >= options_.expect_members) {
     bool unowned = false;
-    for (const std::string& owner : owners->owners) unowned |= owner.empty();
+    for (const std::string& owner : (*map)->owners) unowned |= owner.empty();
     if (unowned) {
       AssignmentInput input;
-      input.owners = owners->owners;
-      for (const auto& [name, address] : map->live) input.live.insert(name);
+      input.owners = (*map)->owners;
+      for (const auto& [name, address] : (*map)->live) input.live.insert(name);
       absl::StatusOr<int> claimed = ClaimUnowned(*etcd_, options_.cluster, Assign(input));
       if (!claimed.ok()) return claimed.status();
       spdlog::info("cluster: leader {} handed out {} partitions among {} members", options_.member, *claimed,
-                   map->live.size());
-      owners = ReadOwners(*etcd_, options_.cluster, options_.partitions);
-      if (!owners.ok()) return owners.status();
+                   (*map)->live.size());
+      map = ReadMap();
+      if (!map.ok()) return map.status();
     }
   }
-  absl::StatusOr<EtcdClient::Range> draining = etcd_->GetPrefix(DrainingPrefix(options_.cluster));
-  if (!draining.ok()) return draining.status();
-  for (const EtcdKeyValue& kv : draining->kvs) map->draining.insert(kv.key.substr(DrainingPrefix(options_.cluster).size()));
-  absl::StatusOr<std::optional<EtcdKeyValue>> leader = etcd_->Get(LeaderKey(options_.cluster));
-  if (!leader.ok()) return leader.status();
-  if (leader->has_value()) map->leader = (*leader)->value;
-  map->owners = std::move(owners->owners);
-  map->epochs = std::move(owners->epochs);
-  map->generation = ++generation_;
-  std::shared_ptr<const ClusterMap> published = map;
+  (*map)->generation = ++generation_;
+  std::shared_ptr<const ClusterMap> published = *map;
   {
     absl::MutexLock lock(&map_mu_);
     map_ = published;

@@ -140,6 +140,8 @@ class ClusterNode {
   absl::StatusOr<bool> Register();
   // One pass: renew the lease if lost, register, lead if possible, read the map and publish it.
   absl::Status Refresh();
+  // The map as etcd holds it now (one consistent read; generation not set).
+  absl::StatusOr<std::shared_ptr<ClusterMap>> ReadMap();
   bool SleepFor(std::chrono::milliseconds duration);
   // Makes the refresh thread start a pass now (or right after the one running), without waiting for it.
   void AskRefresh();

@@ -113,6 +113,31 @@ absl::StatusOr<EtcdClient::Range> EtcdClient::GetPrefix(const std::string& prefi
   return range;
 }
 
+absl::StatusOr<std::vector<EtcdClient::Range>> EtcdClient::GetPrefixes(const std::vector<std::string>& prefixes) {
+  etcdserverpb::TxnRequest request;  // No comparison: the success branch always runs, at one revision.
+  for (const std::string& prefix : prefixes) {
+    etcdserverpb::RangeRequest* range = request.add_success()->mutable_request_range();
+    range->set_key(prefix);
+    range->set_range_end(EtcdPrefixEnd(prefix));
+  }
+  etcdserverpb::TxnResponse response;
+  grpc::ClientContext context;
+  Prepare(context);
+  if (absl::Status s = FromGrpc(kv_->Txn(&context, request, &response), "txn"); !s.ok()) return s;
+  if (response.responses_size() != static_cast<int>(prefixes.size())) {
+    return absl::InternalError(absl::StrCat("etcd txn: ", response.responses_size(), " answers to ",
+                                            prefixes.size(), " ranges"));
+  }
+  std::vector<Range> ranges(prefixes.size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const etcdserverpb::RangeResponse& answer = response.responses(static_cast<int>(i)).response_range();
+    ranges[i].revision = response.header().revision();
+    ranges[i].kvs.reserve(answer.kvs_size());
+    for (const mvccpb::KeyValue& kv : answer.kvs()) ranges[i].kvs.push_back(FromProto(kv));
+  }
+  return ranges;
+}
+
 absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
   etcdserverpb::PutRequest request;
   request.set_key(key);

@@ -56,6 +56,10 @@ class EtcdClient {
     int64_t revision = 0;
   };
   absl::StatusOr<Range> GetPrefix(const std::string& prefix);
+  // GetPrefix of each of `prefixes` in one etcd transaction, so that all are read at one revision (each
+  // Range's revision): a consistent snapshot of several key families. etcd bounds a transaction's
+  // operations (--max-txn-ops, 128 by default).
+  absl::StatusOr<std::vector<Range>> GetPrefixes(const std::vector<std::string>& prefixes);
   // Writes key = value (attached to `lease` unless 0); returns the revision of the write.
   absl::StatusOr<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0);
   // Deletes key; returns how many keys went (0 or 1).

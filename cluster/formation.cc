@@ -47,9 +47,14 @@ absl::StatusOr<bool> TryLead(EtcdClient& etcd, const std::string& cluster, const
 absl::StatusOr<OwnerTable> ReadOwners(EtcdClient& etcd, const std::string& cluster, uint32_t partitions) {
   absl::StatusOr<EtcdClient::Range> range = etcd.GetPrefix(OwnersPrefix(cluster));
   if (!range.ok()) return range.status();
+  return ParseOwners(*range, cluster, partitions);
+}
+
+absl::StatusOr<OwnerTable> ParseOwners(const EtcdClient::Range& range, const std::string& cluster,
+                                       uint32_t partitions) {
   OwnerTable table{std::vector<std::string>(partitions), std::vector<int64_t>(partitions, 0)};
   const size_t prefix = OwnersPrefix(cluster).size();
-  for (const EtcdKeyValue& kv : range->kvs) {
+  for (const EtcdKeyValue& kv : range.kvs) {
     uint32_t p = 0;
     if (!absl::SimpleAtoi(kv.key.substr(prefix), &p) || p >= partitions) {
       return absl::DataLossError(absl::StrCat("etcd key ", kv.key, " names no partition of 0..", partitions - 1));

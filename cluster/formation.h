@@ -40,6 +40,9 @@ struct OwnerTable {
   std::vector<int64_t> epochs;
 };
 absl::StatusOr<OwnerTable> ReadOwners(EtcdClient& etcd, const std::string& cluster, uint32_t partitions);
+// The table from a range already read over OwnersPrefix(cluster). DATA_LOSS for a key that names no partition.
+absl::StatusOr<OwnerTable> ParseOwners(const EtcdClient::Range& range, const std::string& cluster,
+                                       uint32_t partitions);
 
 // Live members: the names under /<cluster>/members/ (each kept there by its member's lease).
 absl::StatusOr<std::set<std::string>> ReadLiveMembers(EtcdClient& etcd, const std::string& cluster);

@@ -47,6 +47,31 @@ TEST(EtcdClientTest, PutGetPrefixAndDelete) {
   EXPECT_FALSE(gone->has_value());
 }
 
+TEST(EtcdClientTest, GetPrefixesReadsSeveralFamiliesAtOneRevision) {
+  EtcdProcess etcd;
+  auto client = Connect(etcd.endpoint());
+  ASSERT_TRUE(client->Put("/t/members/a", "1").ok());
+  ASSERT_TRUE(client->Put("/t/owners/0", "a").ok());
+  ASSERT_TRUE(client->Put("/t/owners/1", "a").ok());
+  absl::StatusOr<int64_t> last = client->Put("/t/leader", "a");
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_TRUE(client->Put("/u/owners/0", "x").ok());  // Another cluster's key: in no range below.
+
+  absl::StatusOr<std::vector<EtcdClient::Range>> read =
+      client->GetPrefixes({"/t/members/", "/t/owners/", "/t/draining/", "/t/leader"});
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 4u);
+  ASSERT_EQ((*read)[0].kvs.size(), 1u);
+  EXPECT_EQ((*read)[0].kvs[0].key, "/t/members/a");
+  ASSERT_EQ((*read)[1].kvs.size(), 2u);
+  EXPECT_EQ((*read)[1].kvs[1].key, "/t/owners/1");
+  EXPECT_TRUE((*read)[2].kvs.empty());
+  ASSERT_EQ((*read)[3].kvs.size(), 1u);
+  EXPECT_EQ((*read)[3].kvs[0].value, "a");
+  for (const EtcdClient::Range& r : *read) EXPECT_EQ(r.revision, (*read)[0].revision);
+  EXPECT_GT((*read)[0].revision, *last);
+}
+
 TEST(EtcdClientTest, PutIfModRevisionWritesOnlyOnTheExpectedEpoch) {
   EtcdProcess etcd;
   auto client = Connect(etcd.endpoint());
