@@ -97,8 +97,8 @@ class EtcdClient {
   absl::Status RevokeLease(int64_t lease);
 
   // Calls `changed` whenever a key that starts with `prefix` changes, until the returned watch is destroyed
-  // (cluster/etcd_watch.h: when it is called, and how a lost stream is made good). It may outlive nothing:
-  // destroy it before this client.
+  // (cluster/etcd_watch.h: when it is called, and how a lost stream is made good). The watch shares this
+  // client's channel and may outlive the client.
   std::unique_ptr<EtcdWatch> Watch(std::string prefix, std::function<void()> changed);
 
  private:

@@ -7,7 +7,7 @@
 // was not seen; a watch created without a start revision sees every change after it was created, so a read
 // made after that call misses nothing. A stream that fails (etcd unreachable, restarted, the watcher
 // canceled or compacted away) is reopened after a pause of 100 ms, doubling up to 2 s, for as long as the
-// watch lives.
+// watch lives; the first failure of each kind is logged as a warning.
 //
 // Thread-safety: `changed` runs on the watch's own thread and must not block for long (it only wakes its
 // owner). The destructor cancels the stream, joins the thread and may be called from any other thread.
@@ -38,16 +38,24 @@ class EtcdWatch {
 
   // Watchers etcd has created for this watch so far: 1 once the first stream is open, +1 per reconnect.
   uint64_t opens() const { return opens_.load(std::memory_order_acquire); }
+  // Streams that ended other than by the destructor (each is then reopened); for tests and logs.
+  uint64_t streams_ended() const { return streams_ended_.load(std::memory_order_acquire); }
 
  private:
+  struct StreamEnd {
+    bool stopping = false;  // The destructor ended it.
+    uint64_t changes = 0;   // Responses with events it carried.
+    std::string why;        // How it ended, for the log.
+  };
   void Run();
-  // Opens one stream and reads it until it ends (or the watch stops). True if etcd created the watcher.
-  bool Stream();
+  // Opens one stream and reads it until it ends (or the watch stops).
+  StreamEnd Stream();
 
   const std::unique_ptr<etcdserverpb::Watch::Stub> stub_;
   const std::string prefix_;
   const std::function<void()> changed_;
   std::atomic<uint64_t> opens_{0};
+  std::atomic<uint64_t> streams_ended_{0};
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

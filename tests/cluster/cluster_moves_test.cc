@@ -138,7 +138,9 @@ class Scenario {
         if (++times_seen[e.timer().id()] > 1) ++duplicates_;
         acks.push_back(e.delivery_id());
       }
-      if (!acks.empty()) ASSERT_TRUE(subscriber.Ack(acks));
+      if (!acks.empty()) {
+        ASSERT_TRUE(subscriber.Ack(acks));
+      }
       if (stop.load()) {
         std::lock_guard<std::mutex> lock(mu_);
         if (times_seen.size() >= expected_.size()) break;

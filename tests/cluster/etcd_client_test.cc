@@ -68,8 +68,12 @@ TEST(EtcdClientTest, GetPrefixesReadsSeveralFamiliesAtOneRevision) {
   EXPECT_TRUE((*read)[2].kvs.empty());
   ASSERT_EQ((*read)[3].kvs.size(), 1u);
   EXPECT_EQ((*read)[3].kvs[0].value, "a");
-  for (const EtcdClient::Range& r : *read) EXPECT_EQ(r.revision, (*read)[0].revision);
+  // One revision for all, after every write above, and no key in any range written after it.
   EXPECT_GT((*read)[0].revision, *last);
+  for (const EtcdClient::Range& r : *read) {
+    EXPECT_EQ(r.revision, (*read)[0].revision);
+    for (const EtcdKeyValue& kv : r.kvs) EXPECT_LE(kv.mod_revision, r.revision);
+  }
 }
 
 TEST(EtcdClientTest, PutIfModRevisionWritesOnlyOnTheExpectedEpoch) {

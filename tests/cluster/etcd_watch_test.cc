@@ -41,7 +41,6 @@ TEST(EtcdWatchTest, AChangeUnderThePrefixIsReportedAndOneOutsideItIsNot) {
   ASSERT_TRUE(client->Put("/wz", "1").ok());
   ASSERT_TRUE(client->Put("/w/a", "1").ok());
   ASSERT_TRUE(WaitFor([&] { return changes.load() >= 2; }, seconds(10)));
-  std::this_thread::sleep_for(milliseconds(300));
   EXPECT_EQ(changes.load(), 2);
 
   // A delete is a change too (a member key going with its lease).
@@ -60,8 +59,9 @@ TEST(EtcdWatchTest, AStreamToAnEtcdThatStoppedAnsweringIsReopenedAndReportedAsAC
   // A paused etcd keeps its socket open and answers nothing: the channel's keepalive (a ping after 10 s
   // quiet, 5 s to answer) is what ends the stream.
   etcd.Pause();
-  std::this_thread::sleep_for(seconds(17));
+  const bool ended = WaitFor([&] { return watch->streams_ended() >= 1; }, seconds(40));
   etcd.Resume();
+  ASSERT_TRUE(ended) << "the stream to the paused etcd did not end";
   ASSERT_TRUE(WaitFor([&] { return watch->opens() >= 2; }, seconds(20))) << "the watch was not reopened";
   const int after_reopen = changes.load();
   EXPECT_GE(after_reopen, 2);  // The first open and the reopen.

@@ -104,7 +104,9 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASu
       ++fired_by[OwnerOf(map, e.timer().id())];
       acks.push_back(e.delivery_id());
     }
-    if (!acks.empty()) ASSERT_TRUE(subscriber.Ack(acks));
+    if (!acks.empty()) {
+      ASSERT_TRUE(subscriber.Ack(acks));
+    }
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(kTotal));
   EXPECT_EQ(fired_by, expected);
@@ -408,7 +410,7 @@ TEST(LawndClusterTest, RelayedExpirationsKeepResponsesWithinTheBatchByteBound) {
   // subscriber's 4 MiB receive limit.
   std::vector<v1::StartTimerRequest> requests;
   const std::string payload(60 * 1024, 'x');
-  for (const std::string& owner : {"m0", "m1"}) {
+  for (const std::string owner : {"m0", "m1"}) {
     for (const std::string& id : IdsOwnedBy(map, owner, "big-" + owner + "-", 100)) {
       requests.push_back(testing::TtlRequest(kNs, id, milliseconds(300), payload));
     }

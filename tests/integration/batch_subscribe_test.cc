@@ -93,10 +93,11 @@ TEST_F(BatchSubscribeTest, ResponsesHoldUpToMaxBatchOfWhatIsReady) {
 }
 
 TEST_F(BatchSubscribeTest, MaxBatchAboveOneThousandMeansOneThousand) {
-  StartLawnd("max_in_flight: 2000\n");
+  // A window of 4000: half of it (BatchBound) is above 1000, so 1000 is the bound that applies.
+  StartLawnd("max_in_flight: 4000\n");
   StartSoon("cap", "t", 1500);
   ASSERT_TRUE(WaitFired("cap", 1500));
-  TestSubscriber sub(*stub_, "cap", 2000, false, /*max_batch=*/5000);
+  TestSubscriber sub(*stub_, "cap", 4000, false, /*max_batch=*/5000);
   EXPECT_EQ(sub.Take(1500, kWait).size(), 1500u);
   EXPECT_EQ(sub.batch_sizes(), Sizes(1, 1000, 500));
 }
@@ -244,8 +245,8 @@ TEST_F(BatchSubscribeTest, UnackedBatchMemberIsRedelivered) {
   EXPECT_EQ(stats.redeliveries(), 1u);
 }
 
-// A whole batch acked in one `ack` message leaves the outbox, nothing of it is sent again, and the window it
-// held is free: the next batch fills it.
+// A whole window (two batches of half of it) acked in one `ack` message leaves the outbox, nothing of it is
+// sent again, and the window is free: the next two batches fill it.
 TEST_F(BatchSubscribeTest, OneAckMessageAcksAWholeBatch) {
   StartLawnd("ack_timeout: 1h\n");
   StartSoon("acks", "t", 20);

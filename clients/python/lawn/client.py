@@ -131,7 +131,8 @@ class Client:
         """An iterator of the namespace's expirations; see lawn.subscription for acks and reconnects.
 
         max_in_flight: unacked expirations lawnd may hand this stream at once (0: lawnd's default, 100).
-        max_batch: expirations per message (lawnd caps it at 1000); 0 for one per message.
+        max_batch: expirations per message (lawnd caps it at 1000 and, unless observing, at half of
+        max_in_flight); 0 for one per message.
         observe: a best-effort copy of every expiration, without acks and without taking work from others.
         auto_ack: ack each expiration when the next one is asked for (and the last one when the `with`
         block is left cleanly). reconnect: open a new stream, after a backoff, when one breaks.
