@@ -227,7 +227,9 @@ absl::StatusOr<std::shared_ptr<ClusterMap>> ClusterNode::ReadMap() {
   map->cluster = c;
   map->self = options_.member;
   map->partitions = options_.partitions;
-  for (const EtcdKeyValue& kv : ranges[0].kvs) map->live.emplace(kv.key.substr(MembersPrefix(c).size()), kv.value);
+  for (const EtcdKeyValue& kv : ranges[0].kvs) {
+    map->live.emplace(kv.key.substr(MembersPrefix(c).size()), kv.value);
+  }
   map->owners = std::move(owners->owners);
   map->epochs = std::move(owners->epochs);
   for (const EtcdKeyValue& kv : ranges[2].kvs) map->draining.insert(kv.key.substr(DrainingPrefix(c).size()));

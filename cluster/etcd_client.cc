@@ -113,7 +113,8 @@ absl::StatusOr<EtcdClient::Range> EtcdClient::GetPrefix(const std::string& prefi
   return range;
 }
 
-absl::StatusOr<std::vector<EtcdClient::Range>> EtcdClient::GetPrefixes(const std::vector<std::string>& prefixes) {
+absl::StatusOr<std::vector<EtcdClient::Range>> EtcdClient::GetPrefixes(
+    const std::vector<std::string>& prefixes) {
   etcdserverpb::TxnRequest request;  // No comparison: the success branch always runs, at one revision.
   for (const std::string& prefix : prefixes) {
     etcdserverpb::RangeRequest* range = request.add_success()->mutable_request_range();

@@ -1,6 +1,7 @@
 // EtcdClient: the few etcd v3 calls lawn's cluster mode needs (KV get / put / delete, a compare-and-swap
-// transaction on a key's mod revision, leases, and watches of a prefix), over gRPC with etcd's own API (cluster/CMakeLists.txt
-// generates it from Debian's etcd sources). Consensus is etcd's; lawn only reads and writes keys.
+// transaction on a key's mod revision, leases, and watches of a prefix), over gRPC with etcd's own API
+// (cluster/CMakeLists.txt generates it from Debian's etcd sources). Consensus is etcd's; lawn only reads and
+// writes keys.
 //
 // Every call is synchronous and bounded by the client's call timeout; a call that etcd did not answer
 // (unreachable, timed out) is UNAVAILABLE or DEADLINE_EXCEEDED, so callers may retry. Revisions are etcd's

@@ -7,13 +7,14 @@
 #include <string>
 #include <utility>
 
-#include "cluster/etcd_client.h"
 #include "absl/time/time.h"
+#include "cluster/etcd_client.h"
 #include "spdlog/spdlog.h"
 
 namespace lawn {
 
-EtcdWatch::EtcdWatch(std::shared_ptr<grpc::Channel> channel, std::string prefix, std::function<void()> changed)
+EtcdWatch::EtcdWatch(std::shared_ptr<grpc::Channel> channel, std::string prefix,
+                     std::function<void()> changed)
     : stub_(etcdserverpb::Watch::NewStub(std::move(channel))),
       prefix_(std::move(prefix)),
       changed_(std::move(changed)) {
@@ -94,7 +95,9 @@ EtcdWatch::StreamEnd EtcdWatch::Stream() {
         break;
       }
       if (response.created()) {
-        if (opens_.fetch_add(1, std::memory_order_acq_rel) > 0) spdlog::info("etcd watch on {}: open again", prefix_);
+        if (opens_.fetch_add(1, std::memory_order_acq_rel) > 0) {
+          spdlog::info("etcd watch on {}: open again", prefix_);
+        }
       } else if (response.events_size() > 0) {
         ++end.changes;
       }

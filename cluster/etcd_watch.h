@@ -1,8 +1,8 @@
 // EtcdWatch: tells its owner when anything under a key prefix changes in etcd, through one etcd Watch stream,
 // so that a member re-reads the cluster's keys when they change instead of polling them (ClusterNode).
 //
-// It says *that* something changed, not what: the owner re-reads the keys it needs after each call. That keeps
-// one source of truth (the range read) and makes a lost stream harmless. Every time a stream opens (the first
+// It says *that* something changed, not what: the owner re-reads the keys it needs after each call. That
+// keeps one source of truth (the range read) and makes a lost stream harmless. Every time a stream opens (the first
 // time and after each reconnect) `changed` is called once, because what changed while no stream was open
 // was not seen; a watch created without a start revision sees every change after it was created, so a read
 // made after that call misses nothing. A stream that fails (etcd unreachable, restarted, the watcher

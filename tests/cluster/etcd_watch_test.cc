@@ -105,7 +105,8 @@ TEST(EtcdWatchTest, AMemberSeesAnotherJoinAndLeaveThroughTheWatchAndItsOwnPasses
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE(WaitFor([&] { return (*a)->map()->live.count("b") == 1; }, seconds(10)))
       << "a did not see b join";
-  EXPECT_TRUE(WaitFor([&] { return (*b)->map()->live.size() == 2 && (*b)->map()->owners[0] == "a"; }, seconds(10)));
+  EXPECT_TRUE(
+      WaitFor([&] { return (*b)->map()->live.size() == 2 && (*b)->map()->owners[0] == "a"; }, seconds(10)));
 
   // Settled: no key changes, so no more passes (a pass that woke the watch with its own writes would loop).
   std::this_thread::sleep_for(milliseconds(500));
@@ -114,7 +115,8 @@ TEST(EtcdWatchTest, AMemberSeesAnotherJoinAndLeaveThroughTheWatchAndItsOwnPasses
   EXPECT_EQ((*a)->generation(), settled);
 
   (*b)->Leave();  // Revokes b's lease: its member key goes at once.
-  EXPECT_TRUE(WaitFor([&] { return (*a)->map()->live.count("b") == 0; }, seconds(10))) << "a did not see b leave";
+  EXPECT_TRUE(WaitFor([&] { return (*a)->map()->live.count("b") == 0; }, seconds(10)))
+      << "a did not see b leave";
 }
 
 }  // namespace
