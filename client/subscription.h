@@ -51,9 +51,9 @@ struct SubscribeOptions {
   bool auto_ack = true;
   // Expirations lawnd may put in one response (open.max_batch): up to this many of those ready when it
   // writes, never waiting for more; lawnd caps it at 1000, at half of max_in_flight (unless observing) and
-  // at about 1 MiB per response. 0: one per response (the shape from before batching). The callback is called once per
-  // expiration either way. A batched response can be about 1 MiB: keep ClientOptions::max_message_bytes
-  // (the channel's receive limit) above that.
+  // at about 1 MiB per response. 0: one per response (the shape from before batching). The callback is
+  // called once per expiration either way. A batched response can be about 1 MiB: keep
+  // ClientOptions::max_message_bytes (the channel's receive limit) above that.
   uint32_t max_batch = 1000;
 };
 
