@@ -171,6 +171,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     return;
   }
   auto handle = std::make_shared<StreamHandle>(this, max_in_flight, open.observe(), from_member_);
+  const uint32_t max_batch = BatchBound(open.max_batch(), max_in_flight, open.observe());
   {
     absl::MutexLock lock(&mu_);
     if (closing_) {
@@ -178,7 +179,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
       return;
     }
     handle_ = handle;
-    max_batch_ = BatchBound(open.max_batch(), max_in_flight, open.observe());
+    max_batch_ = max_batch;
     ns_ = *ns;
     outbox_ = &(*ns)->outbox;
     open_ns_ = open.namespace_();
@@ -193,7 +194,7 @@ void SubscribeReactor::Open(const v1::SubscribeRequest::Open& open) {
     return;
   }
   spdlog::debug("subscriber opened namespace '{}' (max_in_flight {}, observe {}, max_batch {})", *ns_name,
-                max_in_flight, open.observe(), BatchBound(open.max_batch(), max_in_flight, open.observe()));
+                max_in_flight, open.observe(), max_batch);
   if (relay_router_ != nullptr) {
     // The handle's Wake is safe after the stream ends (it is detached then): the relay may outlive it.
     std::weak_ptr<StreamHandle> weak = handle;

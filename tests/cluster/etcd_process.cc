@@ -82,4 +82,11 @@ std::string EtcdProcess::Log() const {
   return ss.str();
 }
 
+std::unique_ptr<EtcdClient> EtcdProcess::Client(std::chrono::milliseconds call_timeout) const {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client =
+      EtcdClient::Connect({.endpoints = {endpoint()}, .call_timeout = call_timeout});
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
 }  // namespace lawn::testing

@@ -8,7 +8,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+
+#include "cluster/etcd_client.h"
 
 #include "tests/integration/lawnd_process.h"
 
@@ -26,6 +29,9 @@ class EtcdProcess {
   void Pause();   // SIGSTOP: etcd holds its sockets but answers nothing (a partition, a GC pause).
   void Resume();  // SIGCONT.
   std::string Log() const;
+  // A client of this etcd whose calls give up after `call_timeout` (a test failure if it cannot be made).
+  std::unique_ptr<EtcdClient> Client(
+      std::chrono::milliseconds call_timeout = std::chrono::milliseconds(1000)) const;
 
  private:
   TempDir dir_;

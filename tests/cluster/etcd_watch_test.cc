@@ -21,15 +21,9 @@ using std::chrono::seconds;
 using testing::EtcdProcess;
 using testing::WaitFor;
 
-std::unique_ptr<EtcdClient> Connect(const std::string& endpoint) {
-  auto client = EtcdClient::Connect({.endpoints = {endpoint}, .call_timeout = milliseconds(1000)});
-  EXPECT_TRUE(client.ok()) << client.status();
-  return std::move(client).value();
-}
-
 TEST(EtcdWatchTest, AChangeUnderThePrefixIsReportedAndOneOutsideItIsNot) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   std::atomic<int> changes{0};
   std::unique_ptr<EtcdWatch> watch = client->Watch("/w/", [&] { changes.fetch_add(1); });
   // The open itself counts as a change: what happened before it was not seen.
@@ -51,7 +45,7 @@ TEST(EtcdWatchTest, AChangeUnderThePrefixIsReportedAndOneOutsideItIsNot) {
 
 TEST(EtcdWatchTest, AStreamToAnEtcdThatStoppedAnsweringIsReopenedAndReportedAsAChange) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   std::atomic<int> changes{0};
   std::unique_ptr<EtcdWatch> watch = client->Watch("/w/", [&] { changes.fetch_add(1); });
   ASSERT_TRUE(WaitFor([&] { return watch->opens() == 1; }, seconds(10)));
@@ -70,9 +64,10 @@ TEST(EtcdWatchTest, AStreamToAnEtcdThatStoppedAnsweringIsReopenedAndReportedAsAC
 }
 
 TEST(EtcdWatchTest, AWatchOfAnEtcdThatIsNotThereRetriesAndStopsAtOnce) {
-  auto client = Connect("127.0.0.1:1");  // Nothing listens on port 1.
+  auto client = EtcdClient::Connect({.endpoints = {"127.0.0.1:1"}});  // Nothing listens on port 1.
+  ASSERT_TRUE(client.ok()) << client.status();
   std::atomic<int> changes{0};
-  auto watch = client->Watch("/w/", [&] { changes.fetch_add(1); });
+  auto watch = (*client)->Watch("/w/", [&] { changes.fetch_add(1); });
   std::this_thread::sleep_for(milliseconds(500));
   const auto before = std::chrono::steady_clock::now();
   watch.reset();

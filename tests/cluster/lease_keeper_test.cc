@@ -16,15 +16,9 @@ using std::chrono::seconds;
 using testing::EtcdProcess;
 using testing::WaitFor;
 
-std::unique_ptr<EtcdClient> Connect(const std::string& endpoint) {
-  auto client = EtcdClient::Connect({.endpoints = {endpoint}, .call_timeout = milliseconds(1000)});
-  EXPECT_TRUE(client.ok()) << client.status();
-  return std::move(client).value();
-}
-
 TEST(LeaseKeeperTest, KeepsItsLeaseAndItsKeysAlivePastTheTtl) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(3), .margin = milliseconds(500)});
   ASSERT_TRUE(keeper.ok()) << keeper.status();
   ASSERT_TRUE(client->Put("/t/members/m", "addr", (*keeper)->lease()).ok());
@@ -41,7 +35,7 @@ TEST(LeaseKeeperTest, KeepsItsLeaseAndItsKeysAlivePastTheTtl) {
 
 TEST(LeaseKeeperTest, AStoppedKeeperLetsTheLeaseExpireAndRevokeEndsItAtOnce) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   {
     auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(2), .margin = milliseconds(500)});
     ASSERT_TRUE(keeper.ok());
@@ -66,7 +60,7 @@ TEST(LeaseKeeperTest, AStoppedKeeperLetsTheLeaseExpireAndRevokeEndsItAtOnce) {
 
 TEST(LeaseKeeperTest, ALeaseRevokedElsewhereIsLostForGood) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   auto keeper = LeaseKeeper::Start(*client, {.ttl = seconds(3), .margin = milliseconds(500)});
   ASSERT_TRUE(keeper.ok());
   ASSERT_TRUE(client->RevokeLease((*keeper)->lease()).ok());
@@ -76,7 +70,7 @@ TEST(LeaseKeeperTest, ALeaseRevokedElsewhereIsLostForGood) {
 
 TEST(LeaseKeeperTest, FreshRunsOutBeforeTheLeaseCanExpireWhileEtcdIsPaused) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   const seconds ttl(3);
   auto keeper = LeaseKeeper::Start(*client, {.ttl = ttl, .margin = milliseconds(500)});
   ASSERT_TRUE(keeper.ok());
@@ -106,7 +100,7 @@ TEST(LeaseKeeperTest, FreshRunsOutBeforeTheLeaseCanExpireWhileEtcdIsPaused) {
 
 TEST(LeaseKeeperTest, AMarginOfTheWholeTtlOrRenewalsTooRareAreRefused) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client();
   EXPECT_TRUE(absl::IsInvalidArgument(LeaseKeeper::Start(*client, {.ttl = seconds(2), .margin = seconds(2)}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(
       LeaseKeeper::Start(*client, {.ttl = seconds(3), .margin = seconds(1), .renew_every = seconds(2)}).status()));
