@@ -9,6 +9,7 @@
 // Thread-safety: Apply and Done run on the worker thread; a command is owned by the worker until Done returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -83,6 +84,8 @@ class ShardCommand {
   virtual void Apply(ShardContext& ctx) = 0;
   // Called after the round's storage write with its status (OK in memory mode or when nothing was written).
   virtual void Done(const absl::Status& write_status) = 0;
+  // About how many timer operations Apply does: what the worker weighs when deciding whether to wake for it.
+  virtual size_t ops() const { return 1; }
 };
 
 }  // namespace lawn

@@ -23,6 +23,8 @@ constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
 // firings of a round from waiting behind a long write (a 2 MiB batch is a few ms of RocksDB inserts), and a
 // round well inside kRoundHeadroomBytes.
 constexpr size_t kMaxRoundCommands = 1024;
+// Operations queued while a round is being committed that wake the worker to apply them before it ends.
+constexpr size_t kWakeOps = 32;
 constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
 // A round's work on building namespaces' ordered indexes, shared by its ListTimers commands
 // (Shard::RequestOrder units: a record scanned is one, an entry inserted 64): about a millisecond, so a large
@@ -56,12 +58,18 @@ void ShardWorker::Start() {
 }
 
 void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
+  const size_t command_ops = command->ops();
   bool wake;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(command));
     queued_.store(queue_.size(), std::memory_order_relaxed);
-    wake = sleeping_;
+    queued_ops_ += command_ops;
+    // While a round is being committed, small commands wait for its end, when the commit thread wakes the
+    // worker anyway: one wake-up for all of them instead of one each (a thread hand-off costs several us of
+    // CPU), and no later answer, since none could be answered before the round being written. Enough work
+    // (a StartTimers batch) wakes the worker at once, to apply it while the write goes on.
+    wake = sleeping_ && (!commit_busy_ || queued_ops_ >= kWakeOps);
   }
   if (wake) cv_.notify_one();
 }
@@ -158,6 +166,7 @@ void ShardWorker::Run() {
       if (!full) {
         commands.swap(queue_);
         queued_.store(0, std::memory_order_relaxed);
+        queued_ops_ = 0;
       }
     }
     last_round_ = stop;  // The last round finishes every deferred command.

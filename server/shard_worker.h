@@ -8,10 +8,11 @@
 //
 // With a store, rounds are committed by a second thread per shard, a pipeline of depth one: while the commit
 // thread writes and syncs round N, the worker goes on applying commands and firing timers into round N+1,
-// which it hands over as soon as round N is done. Rounds are committed in order, so every answer (reads
-// included) follows the write of everything it could have seen. A failed write fails every later round too
-// (the runtime refuses writes from then on), since those were applied on top of it. Without a store (memory
-// durability) the worker answers each round itself.
+// which it hands over as soon as round N is done. Small commands that arrive during N's write do not wake the
+// worker: it takes them all when N is done (one thread hand-off for many; see kWakeOps). Rounds are committed
+// in order, so every answer (reads included) follows the write of everything it could have seen. A failed
+// write fails every later round too (the runtime refuses writes from then on), since those were applied on
+// top of it. Without a store (memory durability) the worker answers each round itself.
 //
 // Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods and
 // the shard run on the worker thread, the commit of a round on the commit thread.
@@ -128,6 +129,7 @@ class ShardWorker final : private ShardContext {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ShardCommand>> queue_;  // Guarded by mu_.
   std::atomic<size_t> queued_{0};                       // queue_.size(), readable without mu_.
+  size_t queued_ops_ = 0;                               // Guarded by mu_: ops() of the commands in queue_.
   bool sleeping_ = false;                               // Guarded by mu_.
   bool stopping_ = false;                               // Guarded by mu_.
   bool expiry_enabled_ = false;                         // Guarded by mu_.

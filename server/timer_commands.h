@@ -55,6 +55,7 @@ class StartCommand final : public ShardCommand {
       : batch_(std::move(batch)), indices_(std::move(indices)) {}
   void Apply(ShardContext& ctx) override;
   void Done(const absl::Status& write_status) override;
+  size_t ops() const override { return indices_.size(); }
 
  private:
   std::shared_ptr<StartBatch> batch_;

@@ -208,7 +208,10 @@ struct RocksDbTimerStore::Rep {
     db->Close().PermitUncheckedError();
   }
 
+  std::atomic<uint64_t> free_space_probes{0};
+
   absl::Status StatFree(uint64_t* free_bytes) {
+    free_space_probes.fetch_add(1, std::memory_order_relaxed);
     struct statvfs st;
     if (statvfs(path.c_str(), &st) != 0) {
       return absl::UnavailableError(absl::StrCat("statvfs(", path, "): ", std::strerror(errno)));
@@ -228,8 +231,10 @@ struct RocksDbTimerStore::Rep {
     auto estimate = [&] { return guard_free_bytes - std::min(guard_written_since, guard_free_bytes); };
     const uint64_t keep = min_free_disk_bytes + flush_reserve_bytes;
     auto enough = [&](uint64_t free) { return free >= bytes && free - bytes >= keep; };
+    // Only bytes written count towards kGuardMaxBytes: a check's headroom (CheckSpace, 32 MiB per shard
+    // round) is not written, and counting it made every round statvfs.
     const bool stale = !guard_valid || now - guard_checked_at >= kGuardInterval ||
-                       guard_written_since + bytes > kGuardMaxBytes;
+                       guard_written_since + (reserve ? bytes : 0) > kGuardMaxBytes;
     // A refusal is always based on a fresh statvfs: compaction may have freed space since the last one.
     if (stale || !enough(estimate())) {
       LAWN_RETURN_IF_ERROR(StatFree(&guard_free_bytes));
@@ -487,6 +492,10 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
 absl::Status RocksDbTimerStore::CheckSpace(uint64_t bytes) {
   LAWN_RETURN_IF_ERROR(rep_->Failed());
   return rep_->AdmitWrite(bytes, /*reserve=*/false);
+}
+
+uint64_t RocksDbTimerStore::free_space_probes() const {
+  return rep_->free_space_probes.load(std::memory_order_relaxed);
 }
 
 absl::Status RocksDbTimerStore::Sync() {

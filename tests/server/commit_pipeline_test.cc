@@ -1,8 +1,9 @@
 // The shard worker's commit pipeline (server/shard_worker_commit.cc), on a store whose writes can be held:
-// while the commit thread writes round N, the worker applies round N+1; N+1 is answered only after N's write
-// (and its own); a failed write also fails the round applied on top of it; rounds of acks alone are not
-// synced.
+// while the commit thread writes round N, the worker applies round N+1 (at once for a command with enough
+// work, at the end of the write for small ones, all together); N+1 is answered only after N's write (and its
+// own); a failed write also fails the round applied on top of it; rounds of acks alone are not synced.
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
@@ -90,10 +91,11 @@ struct PutState {
   }
 };
 
-// Writes one timer record.
+// Writes one timer record; says it does `ops` operations (ShardCommand::ops, the worker's wake-up policy).
 class PutCommand final : public ShardCommand {
  public:
-  PutCommand(std::string key, std::shared_ptr<PutState> state) : key_(std::move(key)), state_(std::move(state)) {}
+  PutCommand(std::string key, std::shared_ptr<PutState> state, size_t ops)
+      : key_(std::move(key)), state_(std::move(state)), ops_(ops) {}
   void Apply(ShardContext& ctx) override {
     ctx.batch()->PutTimer(key_, 1, 1, 0, "");
     state_->applied.Notify();
@@ -103,15 +105,20 @@ class PutCommand final : public ShardCommand {
     state_->status = status;
     state_->done = true;
   }
+  size_t ops() const override { return ops_; }
 
  private:
   std::string key_;
   std::shared_ptr<PutState> state_;
+  size_t ops_;
 };
 
-std::shared_ptr<PutState> Put(Runtime& runtime, std::string key) {
+// A command as heavy as a StartTimers batch: the worker wakes for it even while a round is being written.
+constexpr size_t kHeavy = 100;
+
+std::shared_ptr<PutState> Put(Runtime& runtime, std::string key, size_t ops = 1) {
   auto state = std::make_shared<PutState>();
-  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state));
+  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state, ops));
   return state;
 }
 
@@ -138,7 +145,7 @@ TEST_F(CommitPipelineTest, TheNextRoundIsAppliedDuringAWriteAndAnsweredAfterIt) 
   std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
   store_->WaitUntilHeld();
   // The commit thread is inside round 1's write; the worker is free to apply round 2.
-  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4));
+  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4), kHeavy);
   second->applied.WaitForNotification();
   EXPECT_FALSE(first->Done());
   EXPECT_FALSE(second->Done()) << "answered before the write of the round before it";
@@ -149,11 +156,29 @@ TEST_F(CommitPipelineTest, TheNextRoundIsAppliedDuringAWriteAndAnsweredAfterIt) 
   EXPECT_EQ(store_->writes(), 2);
 }
 
+TEST_F(CommitPipelineTest, SmallCommandsWaitForTheWriteAndAreAppliedTogetherInOneRound) {
+  store_->HoldNextWrite();
+  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
+  store_->WaitUntilHeld();
+  std::vector<std::shared_ptr<PutState>> small;
+  for (char c = 'b'; c < 'f'; ++c) small.push_back(Put(*runtime_, std::string("ns\0", 3) + c));
+  // Not woken for them: none is applied while round 1 is being written (a wake-up would have applied them
+  // within microseconds; 100 ms leaves no doubt).
+  for (auto& put : small) {
+    EXPECT_FALSE(put->applied.WaitForNotificationWithTimeout(absl::Milliseconds(100 / small.size())));
+  }
+  store_->Release();
+  EXPECT_TRUE(first->WaitDone().ok());
+  for (auto& put : small) EXPECT_TRUE(put->WaitDone().ok());
+  EXPECT_EQ(store_->inner.timer_count(), 5u);
+  EXPECT_EQ(store_->writes(), 2) << "the four small commands were not applied in one round";
+}
+
 TEST_F(CommitPipelineTest, AFailedWriteFailsTheRoundAppliedOnTopOfItWithoutWritingIt) {
   store_->HoldNextWrite();
   std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
   store_->WaitUntilHeld();
-  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4));
+  std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4), kHeavy);
   second->applied.WaitForNotification();
   store_->inner.FailWritesWith(absl::UnavailableError("disk gone"));
   store_->Release();
