@@ -174,7 +174,7 @@ void ShardWorker::Run() {
       Apply(commands, /*expire=*/!stop && !full);
     }
     commands.clear();
-    if (store_ == nullptr) {
+    if (store_ == nullptr || CommitHere()) {
       Commit(*open_);
       open_->Clear();
     } else {

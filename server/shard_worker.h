@@ -12,7 +12,8 @@
 // worker: it takes them all when N is done (one thread hand-off for many; see kWakeOps). Rounds are committed
 // in order, so every answer (reads included) follows the write of everything it could have seen. A failed
 // write fails every later round too (the runtime refuses writes from then on), since those were applied on
-// top of it. Without a store (memory durability) the worker answers each round itself.
+// top of it. Without a store (memory durability) the worker answers each round itself, and so it does with a
+// store for a small round that needs no fsync while the commit thread is idle (CommitHere).
 //
 // Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods and
 // the shard run on the worker thread, the commit of a round on the commit thread.
@@ -42,6 +43,9 @@ class Runtime;
 
 class ShardWorker final : private ShardContext {
  public:
+  // A round of at most this many storage records that needs no fsync is written by the worker itself.
+  static constexpr size_t kMaxInlineRecords = 64;
+
   ShardWorker(uint32_t index, const ShardOptions& options, Runtime& runtime, TimerStore* store,
               SyncMode sync_mode);
   ShardWorker(const ShardWorker&) = delete;
@@ -88,6 +92,10 @@ class ShardWorker final : private ShardContext {
   void Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
   // Whether the open round has grown so large that the worker waits for the commit thread before taking more.
   bool OpenRoundFull() const;
+  // Whether the worker writes the open round itself: a small round that needs no fsync, while the commit
+  // thread is idle. Its write is a buffered WAL append and a few memtable inserts, cheaper than the two
+  // thread hand-offs of the commit thread (BENCHMARKS.md section 30).
+  bool CommitHere();
   // Hands the open round to the commit thread if it is free; returns whether it did.
   bool TryHandOff();
   // The hand-over itself. REQUIRES: mu_ held, the commit thread not busy.

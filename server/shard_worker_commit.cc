@@ -18,6 +18,15 @@ void ShardWorker::HandOffLocked() {
   commit_cv_.notify_one();
 }
 
+bool ShardWorker::CommitHere() {
+  if (open_->empty() || open_->batch.count() > kMaxInlineRecords) return false;
+  if (sync_mode_ == SyncMode::kSync && open_->batch.needs_sync()) return false;
+  // Only the worker hands rounds over, so an idle commit thread stays idle until this round is written: the
+  // rounds are still written in order.
+  std::lock_guard lock(mu_);
+  return !commit_busy_;
+}
+
 bool ShardWorker::TryHandOff() {
   if (open_->empty()) return false;
   std::lock_guard lock(mu_);

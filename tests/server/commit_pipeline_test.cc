@@ -1,7 +1,8 @@
 // The shard worker's commit pipeline (server/shard_worker_commit.cc), on a store whose writes can be held:
 // while the commit thread writes round N, the worker applies round N+1 (at once for a command with enough
 // work, at the end of the write for small ones, all together); N+1 is answered only after N's write (and its
-// own); a failed write also fails the round applied on top of it; rounds of acks alone are not synced.
+// own); a failed write also fails the round applied on top of it; rounds of acks alone are not synced; a
+// small round that needs no fsync is written by the worker itself, and only when no round is being written.
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/runtime.h"
 #include "server/shard_command.h"
+#include "server/shard_worker.h"
 #include "server/worker_commands.h"
 #include "tests/testing/memory_timer_store.h"
 
@@ -44,6 +46,11 @@ class HeldStore final : public TimerStore {
     absl::MutexLock l(&mu_);
     return writes_;
   }
+  // The thread of each write so far, and the number of records it held.
+  std::vector<std::pair<std::thread::id, size_t>> write_log() {
+    absl::MutexLock l(&mu_);
+    return write_log_;
+  }
 
   absl::Status Write(const StoreBatch& batch, SyncMode mode) override {
     {
@@ -53,6 +60,7 @@ class HeldStore final : public TimerStore {
         mu_.Await(absl::Condition(+[](bool* hold) { return !*hold; }, &hold_));
       }
       ++writes_;
+      write_log_.emplace_back(std::this_thread::get_id(), batch.count());
     }
     return inner.Write(batch, mode);
   }
@@ -70,12 +78,14 @@ class HeldStore final : public TimerStore {
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<std::thread::id, size_t>> write_log_ ABSL_GUARDED_BY(mu_);
 };
 
 // What a PutCommand saw: when it was applied and answered, and with what. Owned by the test (the command
 // itself is destroyed with its round once answered).
 struct PutState {
   absl::Notification applied;
+  std::thread::id apply_thread;  // Written before `applied` is notified.
   absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -91,13 +101,16 @@ struct PutState {
   }
 };
 
-// Writes one timer record; says it does `ops` operations (ShardCommand::ops, the worker's wake-up policy).
+// Writes `records` timer records (`key`, then `key` + "#1", ...); says it does `ops` operations
+// (ShardCommand::ops, the worker's wake-up policy).
 class PutCommand final : public ShardCommand {
  public:
-  PutCommand(std::string key, std::shared_ptr<PutState> state, size_t ops)
-      : key_(std::move(key)), state_(std::move(state)), ops_(ops) {}
+  PutCommand(std::string key, std::shared_ptr<PutState> state, size_t ops, size_t records)
+      : key_(std::move(key)), state_(std::move(state)), ops_(ops), records_(records) {}
   void Apply(ShardContext& ctx) override {
     ctx.batch()->PutTimer(key_, 1, 1, 0, "");
+    for (size_t i = 1; i < records_; ++i) ctx.batch()->PutTimer(key_ + "#" + std::to_string(i), 1, 1, 0, "");
+    state_->apply_thread = std::this_thread::get_id();
     state_->applied.Notify();
   }
   void Done(const absl::Status& status) override {
@@ -111,23 +124,24 @@ class PutCommand final : public ShardCommand {
   std::string key_;
   std::shared_ptr<PutState> state_;
   size_t ops_;
+  size_t records_;
 };
 
 // A command as heavy as a StartTimers batch: the worker wakes for it even while a round is being written.
 constexpr size_t kHeavy = 100;
 
-std::shared_ptr<PutState> Put(Runtime& runtime, std::string key, size_t ops = 1) {
+std::shared_ptr<PutState> Put(Runtime& runtime, std::string key, size_t ops = 1, size_t records = 1) {
   auto state = std::make_shared<PutState>();
-  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state, ops));
+  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state, ops, records));
   return state;
 }
 
-class CommitPipelineTest : public ::testing::Test {
+class PipelineTest : public ::testing::Test {
  protected:
-  CommitPipelineTest() {
+  explicit PipelineTest(Durability durability) {
     Options options;
     options.shards = 1;
-    options.durability = Durability::kSync;
+    options.durability = durability;
     auto store = std::make_unique<HeldStore>();
     store_ = store.get();
     runtime_ = std::make_unique<Runtime>(options, std::move(store), nullptr);
@@ -138,6 +152,17 @@ class CommitPipelineTest : public ::testing::Test {
   }
   HeldStore* store_;
   std::unique_ptr<Runtime> runtime_;
+};
+
+class CommitPipelineTest : public PipelineTest {
+ protected:
+  CommitPipelineTest() : PipelineTest(Durability::kSync) {}
+};
+
+// `interval` durability: rounds need no fsync.
+class UnsyncedPipelineTest : public PipelineTest {
+ protected:
+  UnsyncedPipelineTest() : PipelineTest(Durability::kInterval) {}
 };
 
 TEST_F(CommitPipelineTest, TheNextRoundIsAppliedDuringAWriteAndAnsweredAfterIt) {
@@ -202,6 +227,47 @@ TEST_F(CommitPipelineTest, RoundsOfAcksAloneAreWrittenWithoutASync) {
   EXPECT_GE(store_->writes(), writes + 1);
   // The put after it is synced once; the acks (in their own round, or folded into the put's) add none.
   EXPECT_EQ(store_->inner.sync_count(), syncs + 1);
+}
+
+TEST_F(CommitPipelineTest, ASmallSyncedRoundIsWrittenByTheCommitThread) {
+  std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4));
+  ASSERT_TRUE(put->WaitDone().ok());
+  ASSERT_EQ(store_->write_log().size(), 1u);
+  EXPECT_NE(store_->write_log()[0].first, put->apply_thread) << "an fsync on the shard worker";
+}
+
+TEST_F(UnsyncedPipelineTest, ASmallRoundIsWrittenByTheWorkerItself) {
+  std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4));
+  ASSERT_TRUE(put->WaitDone().ok());
+  ASSERT_EQ(store_->write_log().size(), 1u);
+  EXPECT_EQ(store_->write_log()[0].first, put->apply_thread);
+  EXPECT_EQ(store_->inner.timer_count(), 1u);
+}
+
+TEST_F(UnsyncedPipelineTest, ALargeRoundIsWrittenByTheCommitThread) {
+  const size_t records = ShardWorker::kMaxInlineRecords + 1;
+  std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4), records, records);
+  ASSERT_TRUE(put->WaitDone().ok());
+  ASSERT_EQ(store_->write_log().size(), 1u);
+  EXPECT_NE(store_->write_log()[0].first, put->apply_thread);
+  EXPECT_EQ(store_->inner.timer_count(), records);
+}
+
+TEST_F(UnsyncedPipelineTest, ASmallRoundWaitsForTheRoundBeingWrittenAndIsWrittenAfterIt) {
+  const size_t records = ShardWorker::kMaxInlineRecords + 1;
+  store_->HoldNextWrite();
+  std::shared_ptr<PutState> large = Put(*runtime_, std::string("ns\0a", 4), records, records);
+  store_->WaitUntilHeld();
+  std::shared_ptr<PutState> small = Put(*runtime_, std::string("ns\0b", 4), kHeavy);  // Applied at once.
+  small->applied.WaitForNotification();
+  EXPECT_FALSE(small->Done()) << "answered before the round before it";
+  store_->Release();
+  EXPECT_TRUE(large->WaitDone().ok());
+  EXPECT_TRUE(small->WaitDone().ok());
+  const auto log = store_->write_log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].second, records);
+  EXPECT_EQ(log[1].second, 1u);
 }
 
 }  // namespace
