@@ -95,6 +95,8 @@ bool Runtime::Overloaded(uint32_t shard) const {
   return workers_[shard]->queued() >= options_.max_queued_commands;
 }
 
+bool Runtime::ShardSleepingForTest(uint32_t shard) const { return workers_[shard]->Sleeping(); }
+
 void Runtime::PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids) {
   if (delivery_ids.empty()) return;
   if (store_ != nullptr) {

@@ -96,6 +96,8 @@ class Runtime {
   void Submit(uint32_t shard, std::unique_ptr<ShardCommand> command);
   // True when a shard's command queue holds max_queued_commands: calls for it are refused (backpressure).
   bool Overloaded(uint32_t shard) const;
+  // Whether a shard's worker is asleep, waiting for work (ShardWorker::Sleeping). For tests.
+  bool ShardSleepingForTest(uint32_t shard) const;
   // Deletes acked expirations from the store (asynchronously, through the workers), and releases the
   // timers the shards hold for `ns` if its outbox has room now.
   void PersistAcks(NamespaceState* ns, std::vector<uint64_t> delivery_ids);

@@ -67,11 +67,17 @@ void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
     queued_ops_ += command_ops;
     // While a round is being committed, small commands wait for its end, when the commit thread wakes the
     // worker anyway: one wake-up for all of them instead of one each (a thread hand-off costs several us of
-    // CPU), and no later answer, since none could be answered before the round being written. Enough work
-    // (a StartTimers batch) wakes the worker at once, to apply it while the write goes on.
+    // CPU). None could be answered before that round's end; they are answered later only by the time it
+    // takes to apply them. Enough work (a StartTimers batch) wakes the worker at once, to apply it while the
+    // write goes on.
     wake = sleeping_ && (!commit_busy_ || queued_ops_ >= kWakeOps);
   }
   if (wake) cv_.notify_one();
+}
+
+bool ShardWorker::Sleeping() {
+  std::lock_guard lock(mu_);
+  return sleeping_;
 }
 
 void ShardWorker::EnableExpiry(uint64_t min_delivery_id) {

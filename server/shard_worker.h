@@ -16,7 +16,8 @@
 // store for a small round that needs no fsync while the commit thread is idle (CommitHere).
 //
 // Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods and
-// the shard run on the worker thread, the commit of a round on the commit thread.
+// the shard run on the worker thread, the commit of a round on the commit thread (or on the worker thread:
+// memory durability, CommitHere).
 #pragma once
 
 #include <atomic>
@@ -43,8 +44,10 @@ class Runtime;
 
 class ShardWorker final : private ShardContext {
  public:
-  // A round of at most this many storage records that needs no fsync is written by the worker itself.
-  static constexpr size_t kMaxInlineRecords = 64;
+  // A round of at most this many storage records and bytes that needs no fsync is written by the worker
+  // itself: about what two thread hand-offs cost (BENCHMARKS.md section 30).
+  static constexpr size_t kMaxInlineRecords = 16;
+  static constexpr size_t kMaxInlineBytes = 64 << 10;
 
   ShardWorker(uint32_t index, const ShardOptions& options, Runtime& runtime, TimerStore* store,
               SyncMode sync_mode);
@@ -57,6 +60,8 @@ class ShardWorker final : private ShardContext {
   void Submit(std::unique_ptr<ShardCommand> command);
   // Commands queued and not yet taken by the worker (approximate; for backpressure).
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // Whether the worker is asleep, waiting for a command, a deadline or the commit thread. For tests.
+  bool Sleeping();
   // Runs the commands already queued, then ends the thread. Pending timers stay pending (and on disk).
   void Stop();
   // Fire nothing until EnableExpiry (used while recovery loads the shard). Delivery ids issued from then on
@@ -81,7 +86,7 @@ class ShardWorker final : private ShardContext {
   uint64_t NextDeliveryId() override;
   void Defer() override { deferring_ = true; }
   size_t* order_budget() override { return &order_budget_; }
-  // Gauges of the shard (worker thread) and counters of a committed round (commit thread).
+  // Gauges of the shard (worker thread) and counters of a committed round (the thread that committed it).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
   // fired_at - deadline of a committed round's firings (lawn_fired_lateness_seconds), one observation call.

@@ -19,7 +19,10 @@ void ShardWorker::HandOffLocked() {
 }
 
 bool ShardWorker::CommitHere() {
-  if (open_->empty() || open_->batch.count() > kMaxInlineRecords) return false;
+  if (open_->empty() || open_->batch.count() > kMaxInlineRecords ||
+      open_->batch.ByteSize() > kMaxInlineBytes) {
+    return false;
+  }
   if (sync_mode_ == SyncMode::kSync && open_->batch.needs_sync()) return false;
   // Only the worker hands rounds over, so an idle commit thread stays idle until this round is written: the
   // rounds are still written in order.

@@ -41,9 +41,11 @@ constexpr char kIncomingCf[] = "incoming";  // Cluster members only.
 constexpr char kFormatVersionKey[] = "format_version";
 constexpr char kBootEpochKey[] = "boot_epoch";
 
-// Free-space guard: statvfs at most every kGuardInterval, and at the latest after kGuardMaxBytes written.
+// Free-space guard: statvfs at most every kGuardInterval, and at the latest after kGuardMaxBytes written;
+// at every admission once the estimate is within kGuardNearBytes of refusing.
 constexpr auto kGuardInterval = std::chrono::milliseconds(100);
 constexpr uint64_t kGuardMaxBytes = uint64_t{16} << 20;
+constexpr uint64_t kGuardNearBytes = uint64_t{256} << 20;
 
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
@@ -194,6 +196,11 @@ struct RocksDbTimerStore::Rep {
 
   // Free-space guard state.
   absl::Mutex guard_mu;
+  // After work that used disk outside the guard's count (a checkpoint, a full compaction): read afresh.
+  void InvalidateGuard() {
+    absl::MutexLock l(&guard_mu);
+    guard_valid = false;
+  }
   std::chrono::steady_clock::time_point guard_checked_at ABSL_GUARDED_BY(guard_mu);
   uint64_t guard_free_bytes ABSL_GUARDED_BY(guard_mu) = 0;     // statvfs at guard_checked_at.
   uint64_t guard_written_since ABSL_GUARDED_BY(guard_mu) = 0;  // Bytes admitted since then.
@@ -232,11 +239,14 @@ struct RocksDbTimerStore::Rep {
     const uint64_t keep = min_free_disk_bytes + flush_reserve_bytes;
     auto enough = [&](uint64_t free) { return free >= bytes && free - bytes >= keep; };
     // Only bytes written count towards kGuardMaxBytes: a check's headroom (CheckSpace, 32 MiB per shard
-    // round) is not written, and counting it made every round statvfs.
+    // round) is not written, and counting it made every round statvfs. Near the limit every admission reads
+    // afresh, so a check that passed is not contradicted by the write right after it (a refusal at write
+    // time is fatal for the runtime) unless far more than the estimate's error was used meanwhile.
     const bool stale = !guard_valid || now - guard_checked_at >= kGuardInterval ||
-                       guard_written_since + (reserve ? bytes : 0) > kGuardMaxBytes;
+                       guard_written_since + (reserve ? bytes : 0) > kGuardMaxBytes ||
+                       !enough(estimate() - std::min(estimate(), kGuardNearBytes));
     // A refusal is always based on a fresh statvfs: compaction may have freed space since the last one.
-    if (stale || !enough(estimate())) {
+    if (stale) {
       LAWN_RETURN_IF_ERROR(StatFree(&guard_free_bytes));
       guard_checked_at = now;
       guard_written_since = 0;
@@ -617,6 +627,7 @@ absl::Status RocksDbTimerStore::CompactAll() {
     LAWN_RETURN_IF_ERROR(FromRocks(r.db->CompactRange(cro, cf, nullptr, nullptr),
                                    absl::StrCat("compact column family ", cf->GetName())));
   }
+  r.InvalidateGuard();
   return absl::OkStatus();
 }
 
@@ -630,6 +641,7 @@ absl::Status RocksDbTimerStore::Checkpoint(const std::string& dir) {
   LAWN_RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(rep_->db.get(), &raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   rocksdb::Status s = checkpoint->CreateCheckpoint(dir);
+  rep_->InvalidateGuard();  // It copied the WAL and MANIFEST (and any SST it could not hard-link).
   if (!s.ok()) return absl::UnavailableError(absl::StrCat("checkpoint to ", dir, ": ", s.ToString()));
   return absl::OkStatus();
 }

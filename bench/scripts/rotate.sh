@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Throughput of several (lawnd binary, durability) configurations in one window, each round running them all
-# in a rotated order (so no configuration always follows the same other one), and medians per configuration:
+# in a rotated order, reversed every other round (so no configuration always follows the same other one),
+# and medians per configuration:
 # timers/s, lawnd CPU us per timer, lawnd thread switches per call.
 #
 #   LAWN_BUILD=$PWD/build bench/scripts/rotate.sh old/lawnd:interval build/server/lawnd:interval \
@@ -21,7 +22,11 @@ out_init rotate
 n=${#CONFIGS[@]}
 for rep in $(seq 1 "$REPS"); do
   for k in $(seq 0 $((n - 1))); do
-    cfg=${CONFIGS[$(((k + rep) % n))]}
+    # Rotated, and reversed in even rounds: each configuration follows a different one from round to round
+    # (the run after another inherits its dirty pages and the deletion of its data dir).
+    i=$(((k + rep) % n))
+    ((rep % 2 == 0)) && i=$(((n - 1 - k + rep) % n))
+    cfg=${CONFIGS[$i]}
     # shellcheck disable=SC2034  # Read by lawn_start (load_common.sh).
     LAWND=${cfg%:*}
     durability=${cfg##*:}

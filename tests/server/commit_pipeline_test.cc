@@ -4,6 +4,7 @@
 // own); a failed write also fails the round applied on top of it; rounds of acks alone are not synced; a
 // small round that needs no fsync is written by the worker itself, and only when no round is being written.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -150,6 +151,12 @@ class PipelineTest : public ::testing::Test {
     ASSERT_TRUE(runtime_->Start().ok());
     ASSERT_TRUE(runtime_->WaitUntilReady().ok());
   }
+  void WaitUntilWorkerSleeps() {
+    for (int i = 0; i < 10000 && !runtime_->ShardSleepingForTest(0); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(runtime_->ShardSleepingForTest(0));
+  }
   HeldStore* store_;
   std::unique_ptr<Runtime> runtime_;
 };
@@ -185,6 +192,8 @@ TEST_F(CommitPipelineTest, SmallCommandsWaitForTheWriteAndAreAppliedTogetherInOn
   store_->HoldNextWrite();
   std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
   store_->WaitUntilHeld();
+  // A worker still awake (it has just handed the round over) takes what is queued without being woken.
+  WaitUntilWorkerSleeps();
   std::vector<std::shared_ptr<PutState>> small;
   for (char c = 'b'; c < 'f'; ++c) small.push_back(Put(*runtime_, std::string("ns\0", 3) + c));
   // Not woken for them: none is applied while round 1 is being written (a wake-up would have applied them
@@ -268,6 +277,21 @@ TEST_F(UnsyncedPipelineTest, ASmallRoundWaitsForTheRoundBeingWrittenAndIsWritten
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].second, records);
   EXPECT_EQ(log[1].second, 1u);
+}
+
+TEST_F(UnsyncedPipelineTest, AFailedWriteOnTheWorkerFailsItsRoundAndStopsLaterWrites) {
+  store_->inner.FailWritesWith(absl::UnavailableError("disk gone"));
+  std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4));
+  const absl::Status status = put->WaitDone();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("disk gone"), std::string::npos) << status;
+  ASSERT_EQ(store_->write_log().size(), 1u);
+  EXPECT_EQ(store_->write_log()[0].first, put->apply_thread);
+  EXPECT_TRUE(runtime_->write_failed());
+  // The next round fails without being written.
+  std::shared_ptr<PutState> after = Put(*runtime_, std::string("ns\0b", 4));
+  EXPECT_FALSE(after->WaitDone().ok());
+  EXPECT_EQ(store_->write_log().size(), 1u);
 }
 
 }  // namespace
