@@ -23,9 +23,9 @@ constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
 // firings of a round from waiting behind a long write (a 2 MiB batch is a few ms of RocksDB inserts), and a
 // round well inside kRoundHeadroomBytes.
 constexpr size_t kMaxRoundCommands = 1024;
+constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
 // Operations queued while a round is being committed that wake the worker to apply them before it ends.
 constexpr size_t kWakeOps = 32;
-constexpr uint64_t kMaxRoundBytes = uint64_t{2} << 20;
 // A round's work on building namespaces' ordered indexes, shared by its ListTimers commands
 // (Shard::RequestOrder units: a record scanned is one, an entry inserted 64): about a millisecond, so a large
 // namespace's first ListTimers page delays firing by no more than that per round.

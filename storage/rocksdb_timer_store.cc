@@ -205,6 +205,7 @@ struct RocksDbTimerStore::Rep {
   uint64_t guard_free_bytes ABSL_GUARDED_BY(guard_mu) = 0;     // statvfs at guard_checked_at.
   uint64_t guard_written_since ABSL_GUARDED_BY(guard_mu) = 0;  // Bytes admitted since then.
   bool guard_valid ABSL_GUARDED_BY(guard_mu) = false;
+  std::atomic<uint64_t> free_space_probes{0};  // statvfs calls (RocksDbTimerStore::free_space_probes).
 
   ~Rep() {
     if (db == nullptr) return;
@@ -214,8 +215,6 @@ struct RocksDbTimerStore::Rep {
     for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     db->Close().PermitUncheckedError();
   }
-
-  std::atomic<uint64_t> free_space_probes{0};
 
   absl::Status StatFree(uint64_t* free_bytes) {
     free_space_probes.fetch_add(1, std::memory_order_relaxed);

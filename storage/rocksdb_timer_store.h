@@ -97,8 +97,9 @@ class RocksDbTimerStore final : public TimerStore {
   // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.
   absl::StatusOr<uint64_t> DataBytes() const override;
 
-  // How many times the free-space guard has read the file system's free space (statvfs) since Open: at most
-  // every 100 ms and every 16 MiB written, plus before each refusal. For tests of the guard's cost.
+  // How many times the free-space guard has read the file system's free space (statvfs) since Open: every
+  // 100 ms and every 16 MiB written, at every check or write within 256 MiB of a refusal, and after a
+  // checkpoint or CompactAll. For tests of the guard's cost.
   uint64_t free_space_probes() const;
 
   // Flushes every memtable and compacts every column family down to the last level, dropping tombstones.
