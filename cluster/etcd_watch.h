@@ -2,8 +2,8 @@
 // so that a member re-reads the cluster's keys when they change instead of polling them (ClusterNode).
 //
 // It says *that* something changed, not what: the owner re-reads the keys it needs after each call. That
-// keeps one source of truth (the range read) and makes a lost stream harmless. Every time a stream opens (the first
-// time and after each reconnect) `changed` is called once, because what changed while no stream was open
+// keeps one source of truth (the range read) and makes a lost stream harmless. Every time a stream opens (the
+// first time and after each reconnect) `changed` is called once, because what changed while no stream was open
 // was not seen; a watch created without a start revision sees every change after it was created, so a read
 // made after that call misses nothing. A stream that fails (etcd unreachable, restarted, the watcher
 // canceled or compacted away) is reopened after a pause of 100 ms, doubling up to 2 s, for as long as the
