@@ -29,7 +29,7 @@ void DropTimersCommand::Apply(ShardContext& ctx) {
     uint64_t bytes = 0;
     const absl::Status deleted = ctx.shard().Delete(t.key, [&](const TimerView& v) {
       bytes = v.key_size() + v.payload.size();
-      if (batch != nullptr) batch->DeleteTimer(t.key);
+      if (batch != nullptr) batch->DeleteTimer(t.key, runtime.time().ToWall(v.deadline_ns));
     });
     if (!deleted.ok()) continue;
     absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(t.key).first);

@@ -5,28 +5,28 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
-
+#include "absl/strings/str_split.h"
+#include "cluster/cluster_node.h"
+#include "config/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/impl/server_builder_plugin.h"
-#include "grpcpp/generic/async_generic_service.h"
-#include "config/config.h"
 #include "grpcpp/resource_quota.h"
-#include "absl/strings/str_split.h"
-#include "cluster/cluster_node.h"
 #include "server/admin_service.h"
+#include "server/auth.h"
 #include "server/cluster_router.h"
 #include "server/cluster_service.h"
+#include "server/metrics.h"
 #include "server/partition_gate.h"
 #include "server/partition_mover.h"
-#include "server/auth.h"
 #include "server/rate_limiter.h"
-#include "server/tls.h"
-#include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/timer_service.h"
+#include "server/tls.h"
 #include "spdlog/spdlog.h"
 #include "storage/rocksdb_timer_store.h"
 
@@ -138,6 +138,10 @@ absl::Status LawnServer::Start() {
         open_store_ ? open_store_(store_options) : RocksDbTimerStore::Open(store_options);
     if (!opened.ok()) return opened.status();
     rocksdb = opened->get();
+    if (std::optional<uint64_t> migrated = rocksdb->migrated_from_v1()) {
+      spdlog::info("data dir {}: storage format version 1 migrated to {}: {} timers re-keyed by deadline",
+                   store_options.path, RocksDbTimerStore::kFormatVersion, *migrated);
+    }
     store = std::move(*opened);
   }
   metrics_ = std::make_unique<Metrics>(options_.shards, DurabilityName(options_.durability));

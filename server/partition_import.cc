@@ -98,7 +98,7 @@ absl::Status PartitionMover::RunImport(const v1::ImportPartitionsRequest& reques
   // Only this thread touches `in`'s vectors; the map entry stays until this thread erases it.
   StoreBatch batch;
   if (request.abort()) {
-    for (const RecoveredTimer& t : in->timers) batch.DeleteTimer(t.key);
+    for (const RecoveredTimer& t : in->timers) batch.DeleteTimer(t.key, t.deadline_unix_ns);
     for (const Delivery& d : in->staged) batch.DeleteIncoming(d.delivery_id);
     absl::Status s = batch.empty() ? absl::OkStatus() : store->Write(batch, SyncMode::kSync);
     spdlog::info("hand-over {} from {} ended unfinished: dropped {} timers and {} expirations that had arrived",

@@ -56,6 +56,7 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     // Nothing delivered: only the re-armed deadline is stored, so a restart does not fire the skipped one.
     if (batch != nullptr) {
       key_scratch_.assign(t.group).append(t.id);
+      batch->DeleteTimer(key_scratch_, time.ToWall(t.deadline_ns));
       batch->PutTimer(key_scratch_, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
     }
     return;
@@ -73,10 +74,11 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
   if (batch != nullptr) {
     // One atomic write per round: the timer leaves (or moves to its next deadline) and the expiration
     // enters the outbox.
+    // The record is stored under the deadline that fired (storage/FORMAT.md); a recurring timer's next one
+    // is a new record.
+    batch->DeleteTimer(d.key, d.deadline_unix_ns);
     if (fired.next_deadline_ns != 0) {
       batch->PutTimer(d.key, time.ToWall(fired.next_deadline_ns), t.interval_ns, t.interval_ns, t.payload);
-    } else {
-      batch->DeleteTimer(d.key);
     }
     batch->PutExpiration(d.delivery_id, d.key, d.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload, fired_at,
                          0);

@@ -1,6 +1,7 @@
 #include "server/timer_commands.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "server/namespaces.h"
 #include "server/proto_convert.h"
@@ -144,11 +145,21 @@ void StartCommand::Apply(ShardContext& ctx) {
     spec.when = WhenOf(runtime, op.by_ttl, op.ttl_ns, op.deadline_unix_ns);
     spec.interval_ns = op.interval_ns;
     spec.replace = op.replace;
+    // A replaced timer's record is stored under its own deadline: the replacement deletes it.
+    std::optional<int64_t> replaced_deadline;
+    if (op.replace && ctx.batch() != nullptr) {
+      if (std::optional<TimerView> old = ctx.shard().Get(op.key)) {
+        replaced_deadline = runtime.time().ToWall(old->deadline_ns);
+      }
+    }
     op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
       // The view splits the id at its namespace (core's groups); op.key is the whole of it.
       const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
       if (op.out != nullptr) FillTimer(op.key, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
-      if (StoreBatch* batch = ctx.batch()) batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
+      if (StoreBatch* batch = ctx.batch()) {
+        if (replaced_deadline) batch->DeleteTimer(op.key, *replaced_deadline);
+        batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
+      }
     });
     if (op.status.ok()) {
       ctx.counters().starts++;
@@ -212,7 +223,7 @@ void KeyCommand::Apply(ShardContext& ctx) {
       status_ = shard.Delete(key_, [&](const TimerView& t) {
         fill(t);
         bytes = t.key_size() + t.payload.size();
-        if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(key_);
+        if (StoreBatch* batch = ctx.batch()) batch->DeleteTimer(key_, runtime.time().ToWall(t.deadline_ns));
       });
       if (status_.ok()) {
         wrote_ = true;
@@ -231,9 +242,16 @@ void KeyCommand::Apply(ShardContext& ctx) {
     }
     case Kind::kReschedule: {
       const When when = WhenOf(runtime, by_ttl_, ttl_ns_, deadline_unix_ns_);
+      // The record moves with the deadline (storage/FORMAT.md): the old one is deleted by its deadline.
+      std::optional<int64_t> old_deadline;
+      if (ctx.batch() != nullptr) {
+        if (std::optional<TimerView> old = shard.Get(key_))
+          old_deadline = runtime.time().ToWall(old->deadline_ns);
+      }
       status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t) {
         fill(t);
         if (StoreBatch* batch = ctx.batch()) {
+          if (old_deadline) batch->DeleteTimer(key_, *old_deadline);
           batch->PutTimer(key_, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, t.payload);
         }
       });

@@ -14,7 +14,8 @@ void RecoverCommand::Apply(ShardContext& ctx) {
     spec.when = When::At(runtime.time().ToMono(t.deadline_unix_ns));
     spec.interval_ns = t.interval_ns;
     spec.ttl_ns = t.ttl_ns;
-    // Keys are unique in the store, so Start fails only for a record that could never have been written.
+    // A key is stored once (under its current deadline), so Start fails only for a record that could never
+    // have been written.
     if (!ctx.shard().Start(spec, ctx.now_mono_ns()).ok()) continue;
     const uint64_t bytes = t.key.size() + t.payload.size();
     absl::StatusOr<NamespaceState*> ns = ctx.Namespace(Runtime::SplitKey(t.key).first);

@@ -32,6 +32,22 @@ bool DecodeOutboxKey(std::string_view key, uint64_t* delivery_id) {
   return DecodeFixed64BigEndian(key, delivery_id);
 }
 
+void AppendTimerKey(std::string* out, int64_t deadline_unix_ns, std::string_view key) {
+  AppendFixed64BigEndian(out, static_cast<uint64_t>(deadline_unix_ns) ^ (uint64_t{1} << 63));
+  out->append(key);
+}
+
+bool DecodeTimerKey(std::string_view stored, int64_t* deadline_unix_ns, std::string_view* key) {
+  uint64_t flipped = 0;
+  if (stored.size() <= kTimerKeyDeadlineSize ||
+      !DecodeFixed64BigEndian(stored.substr(0, kTimerKeyDeadlineSize), &flipped)) {
+    return false;
+  }
+  *deadline_unix_ns = static_cast<int64_t>(flipped ^ (uint64_t{1} << 63));
+  *key = stored.substr(kTimerKeyDeadlineSize);
+  return true;
+}
+
 void AppendTimerValue(std::string* out, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,
                       std::string_view payload) {
   out->push_back(static_cast<char>(kRecordVersion));

@@ -26,6 +26,15 @@ inline constexpr size_t kOutboxKeySize = 8;
 void AppendOutboxKey(std::string* out, uint64_t delivery_id);
 bool DecodeOutboxKey(std::string_view key, uint64_t* delivery_id);
 
+// Timer keys (the `pending` column family) start with the deadline in this many bytes.
+inline constexpr size_t kTimerKeyDeadlineSize = 8;
+
+// Timer key: the deadline as 8 bytes big-endian with its sign bit flipped (so that byte order is numeric
+// order, negative deadlines first), then the timer's key (namespace \0 id): records sort by deadline.
+void AppendTimerKey(std::string* out, int64_t deadline_unix_ns, std::string_view key);
+// False if `stored` is too short to hold a deadline and a non-empty key.
+bool DecodeTimerKey(std::string_view stored, int64_t* deadline_unix_ns, std::string_view* key);
+
 // timers value: version, varint zigzag(deadline), varint ttl, varint interval, payload (the rest).
 void AppendTimerValue(std::string* out, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,
                       std::string_view payload);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -34,7 +35,11 @@ namespace lawn {
 
 namespace {
 
-constexpr char kTimersCf[] = "timers";
+constexpr char kPendingCf[] = "pending";
+// Format version 1's timers, keyed by name; migrated into `pending` at the first open (MigrateFromV1).
+constexpr char kV1TimersCf[] = "timers";
+// Records migrated per (unsynced) write; the last write, which sets the version, is synced.
+constexpr size_t kMigrateBatchRecords = 16 * 1024;
 constexpr char kOutboxCf[] = "outbox";
 constexpr char kMetaCf[] = "meta";
 constexpr char kIncomingCf[] = "incoming";  // Cluster members only.
@@ -126,7 +131,9 @@ struct RocksDbTimerStore::Rep {
   uint64_t flush_reserve_bytes = 0;
   rocksdb::Env* env = nullptr;
   std::unique_ptr<rocksdb::DB> db;
-  rocksdb::ColumnFamilyHandle* timers = nullptr;
+  rocksdb::ColumnFamilyHandle* pending = nullptr;
+  rocksdb::ColumnFamilyHandle* v1_timers = nullptr;  // Format version 1's `timers`, until it is migrated.
+  std::optional<uint64_t> migrated_from_v1;          // Set by Open if it migrated format version 1.
   rocksdb::ColumnFamilyHandle* outbox = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   rocksdb::ColumnFamilyHandle* incoming = nullptr;  // nullptr unless the store has a staging area.
@@ -277,7 +284,15 @@ struct RocksDbTimerStore::Rep {
     return FromRocks(it->status(), absl::StrCat("recover: scan of column family ", cf->GetName()));
   }
 
-  absl::Status CheckFormat(const std::vector<std::string>& unknown_cfs);
+  // The store's format version: kFormatVersion, or 1 (to be migrated); a new store is given kFormatVersion.
+  absl::StatusOr<int> CheckFormat(const std::vector<std::string>& unknown_cfs);
+  // Format version 1 kept timers keyed by name (`timers`); this copies them into `pending`, keyed by
+  // deadline, sets the version (the one synced write, which also makes the copies before it durable) and
+  // drops `timers`. `timers` is not changed before that, so a migration cut short is simply done again: it
+  // writes the same keys and values, and nothing else writes before Open returns.
+  absl::Status MigrateFromV1();
+  // Drops format version 1's `timers` column family, once it is migrated or was left empty.
+  absl::Status DropV1Timers();
 };
 
 RocksDbTimerStore::RocksDbTimerStore(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
@@ -352,16 +367,21 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, meta_cf},
-      {kTimersCf, record_cf},
+      {kPendingCf, record_cf},
       {kOutboxCf, record_cf},
       {kMetaCf, meta_cf},
   };
   std::vector<std::string> unknown_cfs;
-  const bool has_incoming = std::find(existing.begin(), existing.end(), kIncomingCf) != existing.end();
+  auto exists = [&](const char* name) {
+    return std::find(existing.begin(), existing.end(), name) != existing.end();
+  };
+  const bool has_incoming = exists(kIncomingCf);
   if (options.staging || has_incoming) descriptors.push_back({kIncomingCf, record_cf});
+  const bool has_v1_timers = exists(kV1TimersCf);
+  if (has_v1_timers) descriptors.push_back({kV1TimersCf, record_cf});
   for (const std::string& name : existing) {
-    if (name == rocksdb::kDefaultColumnFamilyName || name == kTimersCf || name == kOutboxCf ||
-        name == kMetaCf || name == kIncomingCf) {
+    if (name == rocksdb::kDefaultColumnFamilyName || name == kPendingCf || name == kOutboxCf ||
+        name == kMetaCf || name == kIncomingCf || name == kV1TimersCf) {
       continue;
     }
     unknown_cfs.push_back(name);
@@ -377,20 +397,24 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
     return st;
   }
   rep->db.reset(raw_db);
-  rep->timers = rep->handles[1];
+  rep->pending = rep->handles[1];
   rep->outbox = rep->handles[2];
   rep->meta = rep->handles[3];
-  if (options.staging || has_incoming) rep->incoming = rep->handles[4];
-  LAWN_RETURN_IF_ERROR(rep->CheckFormat(unknown_cfs));
+  size_t next_handle = 4;
+  if (options.staging || has_incoming) rep->incoming = rep->handles[next_handle++];
+  if (has_v1_timers) rep->v1_timers = rep->handles[next_handle++];
+  absl::StatusOr<int> version = rep->CheckFormat(unknown_cfs);
+  if (!version.ok()) return version.status();
   if (options.staging && !has_incoming && !new_db) {
     // A cluster member's store has its staging area from its first start. One without it that holds timers
     // or expirations was a single lawnd's: as a member it would keep only the partitions the cluster gives
     // it (the start-up settle deletes the rest), so it is refused, untouched.
-    std::unique_ptr<rocksdb::Iterator> timers(rep->db->NewIterator(rocksdb::ReadOptions(), rep->timers));
+    std::unique_ptr<rocksdb::Iterator> timers(
+        rep->db->NewIterator(rocksdb::ReadOptions(), *version == 1 ? rep->v1_timers : rep->pending));
     std::unique_ptr<rocksdb::Iterator> outbox(rep->db->NewIterator(rocksdb::ReadOptions(), rep->outbox));
     timers->SeekToFirst();
     outbox->SeekToFirst();
-    if (timers->Valid() || outbox->Valid()) {
+    if ((timers != nullptr && timers->Valid()) || outbox->Valid()) {
       timers.reset();
       outbox.reset();
       rep->db->DropColumnFamily(rep->incoming).PermitUncheckedError();
@@ -400,24 +424,26 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
           "lawnd without its cluster section, or move its timers with a client"));
     }
   }
+  if (*version == 1) LAWN_RETURN_IF_ERROR(rep->MigrateFromV1());
+  if (rep->v1_timers != nullptr) LAWN_RETURN_IF_ERROR(rep->DropV1Timers());
   return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
 }
 
-absl::Status RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>& unknown_cfs) {
+absl::StatusOr<int> RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>& unknown_cfs) {
   std::string version;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatVersionKey, &version);
   if (s.ok()) {
-    if (version != std::to_string(kFormatVersion)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("data dir ", path, " has storage format version \"", absl::CHexEscape(version),
-                       "\"; this lawnd supports format version ", kFormatVersion,
-                       " only (use the lawnd release that wrote it, or move the data dir away)"));
+    if (version != std::to_string(kFormatVersion) && version != "1") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "data dir ", path, " has storage format version \"", absl::CHexEscape(version),
+          "\"; this lawnd supports format version ", kFormatVersion,
+          " and migrates version 1 (use the lawnd release that wrote it, or move the data dir away)"));
     }
     if (!unknown_cfs.empty()) {
       return absl::FailedPreconditionError(absl::StrCat("data dir ", path, " has unknown column family \"",
                                                         unknown_cfs.front(), "\"; not a lawn store?"));
     }
-    return absl::OkStatus();
+    return version == "1" ? 1 : kFormatVersion;
   }
   if (!s.IsNotFound()) return FromRocks(s, absl::StrCat("open ", path, ": read format_version"));
   // No version: a new store, or one whose creation was cut short before the version was written (it then
@@ -427,14 +453,62 @@ absl::Status RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::string>&
     it->SeekToFirst();
     return !it->Valid() && it->status().ok();
   };
-  if (!unknown_cfs.empty() || !empty(timers) || !empty(outbox) || !empty(meta)) {
+  if (!unknown_cfs.empty() || !empty(pending) || (v1_timers != nullptr && !empty(v1_timers)) ||
+      !empty(outbox) || !empty(meta)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "data dir ", path, " holds a RocksDB database without a lawn format_version; not a lawn store?"));
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  return FromRocks(db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
-                   absl::StrCat("open ", path, ": write format_version"));
+  LAWN_RETURN_IF_ERROR(FromRocks(db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
+                                 absl::StrCat("open ", path, ": write format_version")));
+  return kFormatVersion;
+}
+
+absl::Status RocksDbTimerStore::Rep::MigrateFromV1() {
+  uint64_t migrated = 0;
+  if (v1_timers != nullptr) {
+    const std::string context = absl::StrCat("open ", path, ": migrate format version 1");
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), v1_timers));
+    rocksdb::WriteBatch wb;
+    std::string key;
+    rocksdb::WriteOptions unsynced;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      // A record that does not decode keeps its value under the lowest deadline: Recover reports it as
+      // it reported it before (DATA_LOSS, or skipped with --skip-corrupt-records).
+      StoredTimer t;
+      const int64_t deadline =
+          internal::DecodeTimerValue(View(it->value()), &t) ? t.deadline_unix_ns : INT64_MIN;
+      key.clear();
+      internal::AppendTimerKey(&key, deadline, View(it->key()));
+      LAWN_RETURN_IF_ERROR(FromRocks(wb.Put(pending, key, it->value()), context));
+      if (++migrated % kMigrateBatchRecords == 0) {
+        LAWN_RETURN_IF_ERROR(FromRocks(db->Write(unsynced, &wb), context));
+        wb.Clear();
+      }
+    }
+    LAWN_RETURN_IF_ERROR(FromRocks(it->status(), context));
+    LAWN_RETURN_IF_ERROR(FromRocks(wb.Put(meta, kFormatVersionKey, std::to_string(kFormatVersion)), context));
+    rocksdb::WriteOptions synced;
+    synced.sync = true;
+    LAWN_RETURN_IF_ERROR(FromRocks(db->Write(synced, &wb), context));
+  } else {
+    rocksdb::WriteOptions synced;
+    synced.sync = true;
+    LAWN_RETURN_IF_ERROR(FromRocks(db->Put(synced, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
+                                   absl::StrCat("open ", path, ": write format_version")));
+  }
+  migrated_from_v1 = migrated;
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTimerStore::Rep::DropV1Timers() {
+  const std::string context = absl::StrCat("open ", path, ": drop format version 1's timers");
+  LAWN_RETURN_IF_ERROR(FromRocks(db->DropColumnFamily(v1_timers), context));
+  handles.erase(std::remove(handles.begin(), handles.end(), v1_timers), handles.end());
+  LAWN_RETURN_IF_ERROR(FromRocks(db->DestroyColumnFamilyHandle(v1_timers), context));
+  v1_timers = nullptr;
+  return absl::OkStatus();
 }
 
 // TimerStore
@@ -455,10 +529,12 @@ absl::Status RocksDbTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
     switch (e.op) {
       case StoreBatch::Op::kPutTimer:
         internal::AppendTimerValue(&value, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload);
-        put_status = wb.Put(r.timers, ToSlice(e.key), value);
+        internal::AppendTimerKey(&key, e.deadline_unix_ns, e.key);
+        put_status = wb.Put(r.pending, key, value);
         break;
       case StoreBatch::Op::kDeleteTimer:
-        put_status = wb.Delete(r.timers, ToSlice(e.key));
+        internal::AppendTimerKey(&key, e.deadline_unix_ns, e.key);
+        put_status = wb.Delete(r.pending, key);
         break;
       case StoreBatch::Op::kPutExpiration:
         internal::AppendOutboxKey(&key, e.delivery_id);
@@ -503,6 +579,8 @@ absl::Status RocksDbTimerStore::CheckSpace(uint64_t bytes) {
   return rep_->AdmitWrite(bytes, /*reserve=*/false);
 }
 
+std::optional<uint64_t> RocksDbTimerStore::migrated_from_v1() const { return rep_->migrated_from_v1; }
+
 uint64_t RocksDbTimerStore::free_space_probes() const {
   return rep_->free_space_probes.load(std::memory_order_relaxed);
 }
@@ -522,13 +600,18 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
   // entirely or not at all.
   const rocksdb::Snapshot* snapshot = r.db->GetSnapshot();
   auto release = [&] { r.db->ReleaseSnapshot(snapshot); };
-  absl::Status st = r.Scan(r.timers, snapshot, [&](std::string_view key, std::string_view value) {
+  absl::Status st = r.Scan(r.pending, snapshot, [&](std::string_view key, std::string_view value) {
     StoredTimer t;
-    t.key = key;
-    if (!internal::DecodeTimerValue(value, &t)) {
-      absl::Status corrupt = absl::DataLossError(absl::StrCat(
-          "timers record with key 0x", Hex(key), " cannot be decoded (value 0x", Hex(value.substr(0, 64)),
-          value.size() > 64 ? "..." : "", ", ", value.size(), " bytes: not a timer record of FORMAT.md)"));
+    int64_t key_deadline = 0;
+    const bool key_ok = internal::DecodeTimerKey(key, &key_deadline, &t.key);
+    if (!key_ok || !internal::DecodeTimerValue(value, &t) || t.deadline_unix_ns != key_deadline) {
+      const std::string which = key_ok
+                                    ? absl::StrCat("key 0x", Hex(t.key), " (deadline ", key_deadline, ")")
+                                    : absl::StrCat("stored key 0x", Hex(key), " (not a deadline and a key)");
+      absl::Status corrupt = absl::DataLossError(
+          absl::StrCat("timers record with ", which, " cannot be decoded (value 0x", Hex(value.substr(0, 64)),
+                       value.size() > 64 ? "..." : "", ", ", value.size(),
+                       " bytes: not a timer record of FORMAT.md with the deadline of its key)"));
       return on_corrupt(corrupt) ? absl::OkStatus() : corrupt;
     }
     on_timer(t);
@@ -619,10 +702,10 @@ absl::Status RocksDbTimerStore::CompactAll() {
   rocksdb::FlushOptions fo;
   fo.wait = true;
   fo.allow_write_stall = true;
-  LAWN_RETURN_IF_ERROR(FromRocks(r.db->Flush(fo, {r.timers, r.outbox, r.meta}), "compact: flush"));
+  LAWN_RETURN_IF_ERROR(FromRocks(r.db->Flush(fo, {r.pending, r.outbox, r.meta}), "compact: flush"));
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  for (rocksdb::ColumnFamilyHandle* cf : {r.timers, r.outbox, r.meta}) {
+  for (rocksdb::ColumnFamilyHandle* cf : {r.pending, r.outbox, r.meta}) {
     LAWN_RETURN_IF_ERROR(FromRocks(r.db->CompactRange(cro, cf, nullptr, nullptr),
                                    absl::StrCat("compact column family ", cf->GetName())));
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -66,8 +67,9 @@ class RocksDbTimerStore final : public TimerStore {
   static absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> Open(const RocksDbStoreOptions& options,
                                                                  rocksdb::Env& env);
 
-  // The storage format version this build reads and writes (meta key "format_version").
-  static constexpr int kFormatVersion = 1;
+  // The storage format version this build reads and writes (meta key "format_version"). Open migrates a
+  // store of version 1 (timers keyed by name) to it once, in place (storage/FORMAT.md).
+  static constexpr int kFormatVersion = 2;
   // Subdirectory of the data dir where lawnd puts checkpoints (excluded from DataBytes).
   static constexpr char kCheckpointsDir[] = "checkpoints";
 
@@ -96,6 +98,9 @@ class RocksDbTimerStore final : public TimerStore {
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent
   // sizes (preallocated but unwritten WAL space is not counted). For metrics and the space-reclamation test.
   absl::StatusOr<uint64_t> DataBytes() const override;
+
+  // If Open migrated a store of format version 1: how many timers it re-keyed (for lawnd's log).
+  std::optional<uint64_t> migrated_from_v1() const;
 
   // How many times the free-space guard has read the file system's free space (statvfs) since Open: every
   // 100 ms and every 16 MiB written, at every check or write within 256 MiB of a refusal, and after a

@@ -48,9 +48,10 @@ void StoreBatch::PutTimer(std::string_view key, int64_t deadline_unix_ns, uint64
   needs_sync_ = true;
 }
 
-void StoreBatch::DeleteTimer(std::string_view key) {
+void StoreBatch::DeleteTimer(std::string_view key, int64_t deadline_unix_ns) {
   rep_.push_back(static_cast<char>(Op::kDeleteTimer));
   PutBytes(key);
+  AppendVarint(&rep_, ZigZagEncode(deadline_unix_ns));
   ++count_;
   needs_sync_ = true;
 }
@@ -114,6 +115,7 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
         break;
       case Op::kDeleteTimer:
         e.key = r.Bytes();
+        e.deadline_unix_ns = ZigZagDecode(r.Varint());
         break;
       case Op::kPutExpiration:
       case Op::kPutIncoming:

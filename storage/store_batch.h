@@ -30,6 +30,7 @@ class StoreBatch {
     Op op;
     std::string_view key;  // Timer key (namespace \0 id); for expirations the timer's key.
     uint64_t delivery_id = 0;
+    // For DeleteTimer, the deadline of the record to delete.
     int64_t deadline_unix_ns = 0;
     uint64_t ttl_ns = 0;
     uint64_t interval_ns = 0;
@@ -40,7 +41,9 @@ class StoreBatch {
 
   void PutTimer(std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns, uint64_t interval_ns,
                 std::string_view payload);
-  void DeleteTimer(std::string_view key);
+  // A timer's record is found by its deadline and key together (storage/FORMAT.md): `deadline_unix_ns` is the
+  // one its last PutTimer stored. Moving a timer to another deadline is DeleteTimer(old) then PutTimer(new).
+  void DeleteTimer(std::string_view key, int64_t deadline_unix_ns);
   void PutExpiration(uint64_t delivery_id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
                      uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns,
                      uint32_t attempt);

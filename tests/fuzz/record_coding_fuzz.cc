@@ -69,6 +69,18 @@ void DecodeRaw(std::string_view in) {
     }
   }
   {
+    int64_t deadline = 0;
+    std::string_view key;
+    const bool ok = DecodeTimerKey(in, &deadline, &key);
+    FUZZ_CHECK(ok == (in.size() > kTimerKeyDeadlineSize));
+    if (ok) {
+      FUZZ_CHECK(Within(key, in) && key.size() == in.size() - kTimerKeyDeadlineSize);
+      std::string enc;
+      AppendTimerKey(&enc, deadline, key);
+      FUZZ_CHECK(enc == in);
+    }
+  }
+  {
     StoredTimer t;
     if (DecodeTimerValue(in, &t)) {
       FUZZ_CHECK(!in.empty() && static_cast<uint8_t>(in[0]) == kRecordVersion);

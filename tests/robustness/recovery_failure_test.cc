@@ -39,7 +39,9 @@ TEST(RecoveryFailureTest, CorruptRecordStopsRecoveryWithExitCode3UnlessSkipped) 
     ASSERT_LT(WallNowNs(), before + 4'000'000'000) << "lawnd took too long to stop; the timers fired in it";
     due_ns = WallNowNs() + 5'000'000'000;  // Beyond the last deadline (started after `before`, 4 s TTL).
   }
-  ASSERT_TRUE(PutRawForTest(data, "timers", std::string("ns\0zbad", 7), std::string("\x09garbage")).ok());
+  ASSERT_TRUE(PutRawForTest(data, "pending", StoredTimerKeyForTest(0, std::string("ns\0zbad", 7)),
+                            std::string("\x09garbage"))
+                  .ok());
   // Every good timer is due before the failed run starts: anything that fired them would fire them there.
   ASSERT_TRUE(WaitFor([&] { return WallNowNs() > due_ns; }, std::chrono::seconds(30)));
 

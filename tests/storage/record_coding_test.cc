@@ -7,6 +7,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -78,6 +80,41 @@ TEST(RecordCodingTest, OutboxKeysSortLikeDeliveryIds) {
     ASSERT_TRUE(DecodeOutboxKey(keys[i], &id));
     EXPECT_EQ(id, ids[i]);
   }
+}
+
+// Timer keys sort by deadline (signed: negative first) and, within one deadline, by the timer key's bytes.
+TEST(RecordCodingTest, TimerKeysSortByDeadlineThenKey) {
+  using namespace std::string_literals;
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int64_t, std::string>> timers = {{kMin, "ns\0a"s}, {-1, "ns\0a"s}, {0, "a\0\xff"s},
+                                                         {0, "b\0"s},      {1, "ns\0a"s},  {kMax, "z\0z"s}};
+  for (int i = 0; i < 200; ++i) {
+    timers.emplace_back(static_cast<int64_t>(rng()) >> (rng() % 64), "k\0"s + std::to_string(rng() % 10));
+  }
+  std::vector<std::string> keys;
+  for (const auto& [deadline, key] : timers) {
+    std::string k;
+    AppendTimerKey(&k, deadline, key);
+    ASSERT_EQ(k.size(), kTimerKeyDeadlineSize + key.size());
+    int64_t back = 0;
+    std::string_view back_key;
+    ASSERT_TRUE(DecodeTimerKey(k, &back, &back_key));
+    EXPECT_EQ(back, deadline);
+    EXPECT_EQ(back_key, key);
+    keys.push_back(k);
+  }
+  std::sort(timers.begin(), timers.end());
+  std::sort(keys.begin(), keys.end());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int64_t deadline = 0;
+    std::string_view key;
+    ASSERT_TRUE(DecodeTimerKey(keys[i], &deadline, &key));
+    EXPECT_EQ(std::pair(deadline, std::string(key)), timers[i]);
+  }
+  int64_t deadline = 0;
+  std::string_view key;
+  EXPECT_FALSE(DecodeTimerKey(std::string(8, '\x80'), &deadline, &key)) << "a deadline without a key";
+  EXPECT_FALSE(DecodeTimerKey("short", &deadline, &key));
 }
 
 TEST(RecordCodingTest, EveryTruncatedExpirationIsRejected) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -122,7 +123,7 @@ TEST_F(RocksDbPowerLossTest, ConcurrentSyncedWritersKeepEveryAcknowledgedWrite) 
 TEST_F(RocksDbPowerLossTest, AtomicExpirySurvivesOrVanishesAsAWhole) {
   Put("t", SyncMode::kSync);
   StoreBatch expire;
-  expire.DeleteTimer(Key("ns", "t"));
+  expire.DeleteTimer(Key("ns", "t"), 1);
   expire.PutExpiration(1, Key("ns", "t"), 1, 0, 0, "payload-t", 2, 0);
   ASSERT_TRUE(store_->Write(expire, SyncMode::kSync).ok());
   StoreBatch unsynced;  // Lost in the cut: neither half of it may show.
@@ -138,6 +139,7 @@ TEST_F(RocksDbPowerLossTest, AtomicExpirySurvivesOrVanishesAsAWhole) {
 
 TEST_F(RocksDbPowerLossTest, RepeatedCutsAcrossFlushesAndCompactionsKeepExactlyTheSyncedData) {
   std::set<std::string> durable;
+  std::map<std::string, int64_t> deadline_of;  // What each key was stored with.
   uint64_t last_epoch = 0;
   for (int round = 0; round < 6; ++round) {
     absl::StatusOr<uint64_t> epoch = store_->NextBootEpoch();
@@ -149,7 +151,8 @@ TEST_F(RocksDbPowerLossTest, RepeatedCutsAcrossFlushesAndCompactionsKeepExactlyT
       const std::string id = std::to_string(round) + "-" + std::to_string(i);
       b.Clear();
       b.PutTimer(Key("ns", id), i, 0, 0, std::string(100, 'x'));
-      if (i % 7 == 0 && !durable.empty()) b.DeleteTimer(*durable.begin());
+      deadline_of[Key("ns", id)] = i;
+      if (i % 7 == 0 && !durable.empty()) b.DeleteTimer(*durable.begin(), deadline_of[*durable.begin()]);
       ASSERT_TRUE(store_->Write(b, SyncMode::kNoSync).ok());
       if (i % 7 == 0 && !durable.empty()) durable.erase(durable.begin());
       durable.insert(Key("ns", id));
@@ -170,6 +173,7 @@ TEST_F(RocksDbPowerLossTest, RepeatedCutsAcrossFlushesAndCompactionsKeepExactlyT
 // the power was on survives, every acknowledged delete stays done, and the store always reopens.
 TEST_F(RocksDbPowerLossTest, CutAtAnySyncPointKeepsEveryAcknowledgedWrite) {
   std::set<std::string> model;  // What acknowledged writes left behind.
+  std::map<std::string, int64_t> deadline_of;  // What each key was stored with.
   for (uint64_t n = 1; n <= 60; ++n) {
     SCOPED_TRACE("cut at sync " + std::to_string(n));
     env_.CutPowerAtSync(n);
@@ -181,10 +185,11 @@ TEST_F(RocksDbPowerLossTest, CutAtAnySyncPointKeepsEveryAcknowledgedWrite) {
       std::string del;
       if (i % 4 == 3 && !model.empty()) {
         del = *model.begin();
-        b.DeleteTimer(del);
+        b.DeleteTimer(del, deadline_of[del]);
       } else {
         put = Key("ns", std::to_string(n) + "-" + std::to_string(i));
         b.PutTimer(put, i, 0, 0, std::string(50, 'v'));
+        deadline_of[put] = i;
       }
       absl::Status s = store_->Write(b, SyncMode::kSync);
       if (!env_.powered()) {  // The cut came during this write: it may or may not have reached the disk.

@@ -2,15 +2,20 @@
 // free-space guard, locking, checkpoints, and recovery speed.
 #include "storage/rocksdb_timer_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/record_coding.h"
 #include "storage/store_batch.h"
 #include "tests/storage/storage_test_util.h"
 #include "tests/testing/raw_rocksdb.h"
@@ -55,11 +60,11 @@ TEST(RocksDbTimerStoreTest, RefusesUnknownFormatVersionNamingBoth) {
   TempDir dir;
   const std::string path = dir.Sub("data");
   ASSERT_NE(MustOpen(path), nullptr);  // Creates the store, closes it.
-  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "2").ok());
+  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "3").ok());
   absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = OpenAt(path);
   ASSERT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
-  EXPECT_NE(store.status().message().find("format version \"2\""), std::string::npos) << store.status();
-  EXPECT_NE(store.status().message().find("supports format version 1"), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("format version \"3\""), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("supports format version 2"), std::string::npos) << store.status();
 }
 
 TEST(RocksDbTimerStoreTest, CorruptRecordsAreSkippedWhenTheHandlerSaysSo) {
@@ -71,7 +76,9 @@ TEST(RocksDbTimerStoreTest, CorruptRecordsAreSkippedWhenTheHandlerSaysSo) {
     b.PutTimer(Key("ns", "good"), 1, 0, 0, "");
     ASSERT_TRUE(store->Write(b, SyncMode::kSync).ok());
   }
-  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "bad"), std::string("\x09garbage")).ok());
+  ASSERT_TRUE(
+      PutRawForTest(path, "pending", StoredTimerKeyForTest(0, Key("ns", "bad")), std::string("\x09garbage"))
+          .ok());
   ASSERT_TRUE(PutRawForTest(path, "outbox", "short", "x").ok());
   auto store = MustOpen(path);
   std::vector<std::string> timers;
@@ -99,11 +106,107 @@ TEST(RocksDbTimerStoreTest, CorruptTimerRecordIsDataLossNamingTheKey) {
     b.PutTimer(Key("ns", "good"), 1, 0, 0, "");
     ASSERT_TRUE(store->Write(b, SyncMode::kSync).ok());
   }
-  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "bad"), std::string("\x09garbage")).ok());
+  ASSERT_TRUE(
+      PutRawForTest(path, "pending", StoredTimerKeyForTest(0, Key("ns", "bad")), std::string("\x09garbage"))
+          .ok());
   auto store = MustOpen(path);
   absl::Status s = store->Recover([](const StoredTimer&) {}, [](const StoredExpiration&) {});
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("0x6e7300626164"), std::string::npos) << s;  // "ns\0bad" in hex.
+}
+
+// A format version 1 value (storage/FORMAT.md): the record is the same in both versions, only its key
+// changed.
+std::string V1Value(int64_t deadline, uint64_t ttl, uint64_t interval, std::string_view payload) {
+  std::string value;
+  internal::AppendTimerValue(&value, deadline, ttl, interval, payload);
+  return value;
+}
+
+// A store written by a lawnd of format version 1: timers keyed by name in `timers`, no `pending`.
+void WriteV1Store(const std::string& path) {
+  ASSERT_TRUE(PutRawForTest(path, "meta", "format_version", "1").ok());
+  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "a"), V1Value(300, 5, 0, "pa")).ok());
+  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "b"), V1Value(-7, 0, 9, "")).ok());
+  ASSERT_TRUE(PutRawForTest(path, "timers", Key("other", "c"), V1Value(300, 1, 2, "pc")).ok());
+  std::string outbox_key;
+  std::string expiration;
+  internal::AppendOutboxKey(&outbox_key, 5);
+  internal::AppendExpirationValue(&expiration, Key("ns", "a0"), 1, 0, 0, "", 3, 0);
+  ASSERT_TRUE(PutRawForTest(path, "outbox", outbox_key, expiration).ok());
+}
+
+const std::vector<storage_test::TimerCopy>& V1Timers() {
+  static const std::vector<storage_test::TimerCopy> timers = {
+      {Key("ns", "b"), -7, 0, 9, ""},
+      {Key("ns", "a"), 300, 5, 0, "pa"},
+      {Key("other", "c"), 300, 1, 2, "pc"},
+  };
+  return timers;
+}
+
+TEST(RocksDbTimerStoreTest, MigratesFormatVersion1OnceKeyingTimersByDeadline) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  WriteV1Store(path);
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->migrated_from_v1(), std::optional<uint64_t>(3));
+    const StoreContents c = Contents(*store);
+    EXPECT_EQ(c.timers, V1Timers());  // In deadline order now.
+    ASSERT_EQ(c.outbox.size(), 1u);   // Untouched.
+    EXPECT_EQ(c.outbox[0].delivery_id, 5u);
+    // The migrated records are the store's own: deleted by their deadline like any other.
+    StoreBatch b;
+    b.DeleteTimer(Key("ns", "a"), 300);
+    ASSERT_TRUE(store->Write(b, SyncMode::kSync).ok());
+  }
+  const std::vector<std::string> families = ColumnFamiliesForTest(path);
+  EXPECT_EQ(std::count(families.begin(), families.end(), "timers"), 0)
+      << "version 1's column family is dropped";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->migrated_from_v1(), std::nullopt);
+  EXPECT_EQ(TimerKeys(*store), (std::vector<std::string>{Key("ns", "b"), Key("other", "c")}));
+}
+
+// A migration cut short (a crash after some copies, before the version write) is done again from the start:
+// the copies already made are the same keys and values, so nothing is doubled.
+TEST(RocksDbTimerStoreTest, AMigrationCutShortIsDoneAgain) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  WriteV1Store(path);
+  ASSERT_TRUE(
+      PutRawForTest(path, "pending", StoredTimerKeyForTest(300, Key("ns", "a")), V1Value(300, 5, 0, "pa"))
+          .ok());
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->migrated_from_v1(), std::optional<uint64_t>(3));
+  EXPECT_EQ(Contents(*store).timers, V1Timers());
+}
+
+// A version 1 record that does not decode is kept, and reported by Recover as before the migration.
+TEST(RocksDbTimerStoreTest, ACorruptVersion1RecordStaysDataLossNamingItsKey) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  WriteV1Store(path);
+  ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "bad"), std::string("\x09garbage")).ok());
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  std::vector<std::string> timers;
+  std::vector<absl::Status> corrupt;
+  absl::Status s = store->Recover([&](const StoredTimer& t) { timers.emplace_back(t.key); },
+                                  [](const StoredExpiration&) {},
+                                  [&](const absl::Status& why) {
+                                    corrupt.push_back(why);
+                                    return true;
+                                  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(timers.size(), 3u);
+  ASSERT_EQ(corrupt.size(), 1u);
+  EXPECT_EQ(corrupt[0].code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(corrupt[0].message().find("0x6e7300626164"), std::string::npos) << corrupt[0];
 }
 
 TEST(RocksDbTimerStoreTest, OutboxKeyOfWrongLengthIsDataLoss) {
@@ -186,7 +289,7 @@ TEST(RocksDbTimerStoreTest, CheckpointIsAnOpenableCopy) {
   absl::Status s = store->Checkpoint(dir.Sub("backup"));
   ASSERT_TRUE(s.ok()) << s;
   b.Clear();
-  b.DeleteTimer(Key("ns", "a"));  // After the checkpoint: not in the copy.
+  b.DeleteTimer(Key("ns", "a"), 1);  // After the checkpoint: not in the copy.
   ASSERT_TRUE(store->Write(b, SyncMode::kNoSync).ok());
   auto copy = MustOpen(dir.Sub("backup"));
   const StoreContents c = Contents(*copy);
@@ -221,7 +324,7 @@ int TableFilesAfterChurn(const std::string& path, uint64_t write_buffer_bytes) {
     EXPECT_TRUE((*store)->Write(b, SyncMode::kNoSync).ok());
     b.Clear();
     for (int j = i; j < i + 1000; ++j) {
-      b.DeleteTimer(Key("short", std::to_string(j)));
+      b.DeleteTimer(Key("short", std::to_string(j)), 1);
       b.PutExpiration(++id, Key("short", std::to_string(j)), 1, 0, 0, payload, 2, 0);
     }
     EXPECT_TRUE((*store)->Write(b, SyncMode::kNoSync).ok());
@@ -273,7 +376,7 @@ TEST(RocksDbTimerStoreTest, ChurnDoesNotGrowTheDataDir) {
       b.Clear();
       for (int j = 0; j < 500; ++j) {
         const std::string key = Key("short", std::to_string(round * kPerRound + i + j));
-        b.DeleteTimer(key);
+        b.DeleteTimer(key, 1);
         b.PutExpiration(++id, key, 1, 0, 0, payload, 2, 0);
       }
       ASSERT_TRUE(store->Write(b, SyncMode::kNoSync).ok());

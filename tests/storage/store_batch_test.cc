@@ -47,7 +47,8 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
   b.PutTimer(key, kMin, kUMax, 0, payload);
   b.PutTimer("", kMax, 0, kUMax, big);
   b.PutTimer("k", -1, 1, 127, "");
-  b.DeleteTimer(key);
+  b.DeleteTimer(key, kMin);
+  b.DeleteTimer("k", -1);
   b.PutExpiration(kUMax, key, -5, 128, 16383, payload, kMin, std::numeric_limits<uint32_t>::max());
   b.PutExpiration(0, "", 0, 0, 0, "", kMax, 0);
   b.DeleteExpiration(kUMax);
@@ -59,7 +60,8 @@ TEST(StoreBatchTest, RoundTripsEveryOperationInOrder) {
       {Op::kPutTimer, key, 0, kMin, kUMax, 0, payload, 0, 0},
       {Op::kPutTimer, "", 0, kMax, 0, kUMax, big, 0, 0},
       {Op::kPutTimer, "k", 0, -1, 1, 127, "", 0, 0},
-      {Op::kDeleteTimer, key, 0, 0, 0, 0, "", 0, 0},
+      {Op::kDeleteTimer, key, 0, kMin, 0, 0, "", 0, 0},
+      {Op::kDeleteTimer, "k", 0, -1, 0, 0, "", 0, 0},
       {Op::kPutExpiration, key, kUMax, -5, 128, 16383, payload, kMin, std::numeric_limits<uint32_t>::max()},
       {Op::kPutExpiration, "", 0, 0, 0, 0, "", kMax, 0},
       {Op::kDeleteExpiration, "", kUMax, 0, 0, 0, "", 0, 0},
@@ -80,7 +82,7 @@ TEST(StoreBatchTest, ClearEmptiesTheBatchForReuse) {
   EXPECT_EQ(b.count(), 0u);
   EXPECT_EQ(b.ByteSize(), 0u);
   EXPECT_TRUE(Entries(b).empty());
-  b.DeleteTimer("b");
+  b.DeleteTimer("b", 5);
   ASSERT_EQ(Entries(b).size(), 1u);
   EXPECT_EQ(Entries(b)[0].key, "b");
 }
@@ -92,7 +94,7 @@ TEST(StoreBatchTest, OnlyAckOnlyBatchesSkipTheSync) {
   b.DeleteExpiration(7);
   b.DeleteExpiration(8);
   EXPECT_FALSE(b.needs_sync());
-  b.DeleteTimer("k");
+  b.DeleteTimer("k", 1);
   EXPECT_TRUE(b.needs_sync());
   b.Clear();
   EXPECT_FALSE(b.needs_sync());

@@ -74,15 +74,37 @@ TEST_P(TimerStoreConformanceTest, PutTimerIsRecoveredWithEveryField) {
   EXPECT_EQ(Contents(store()).timers, want);
 }
 
-TEST_P(TimerStoreConformanceTest, PutTimerOverwritesTheSameKey) {
+TEST_P(TimerStoreConformanceTest, PutTimerOverwritesTheSameKeyAndDeadline) {
   StoreBatch b;
   b.PutTimer(Key("ns", "a"), 100, 0, 0, "old");
   WriteOk(b);
   b.Clear();
-  b.PutTimer(Key("ns", "a"), 200, 1, 2, "new");
+  b.PutTimer(Key("ns", "a"), 100, 1, 2, "new");
   WriteOk(b);
   Reopen();
-  EXPECT_EQ(Contents(store()).timers, (std::vector<TimerCopy>{{Key("ns", "a"), 200, 1, 2, "new"}}));
+  EXPECT_EQ(Contents(store()).timers, (std::vector<TimerCopy>{{Key("ns", "a"), 100, 1, 2, "new"}}));
+}
+
+// A record is found by its deadline and key (FORMAT.md): moving a timer is a delete of the deadline it was
+// stored with and a put of the new one. Without the delete both records stay.
+TEST_P(TimerStoreConformanceTest, MovingATimerDeletesTheRecordOfItsOldDeadline) {
+  StoreBatch b;
+  b.PutTimer(Key("ns", "moved"), 100, 0, 0, "p");
+  b.PutTimer(Key("ns", "twice"), 100, 0, 0, "p");
+  WriteOk(b);
+  b.Clear();
+  b.DeleteTimer(Key("ns", "moved"), 100);
+  b.PutTimer(Key("ns", "moved"), 300, 0, 0, "p");
+  b.DeleteTimer(Key("ns", "twice"), 99);  // Not its deadline: deletes nothing.
+  b.PutTimer(Key("ns", "twice"), 200, 0, 0, "p");
+  WriteOk(b);
+  Reopen();
+  const std::vector<TimerCopy> want = {
+      {Key("ns", "twice"), 100, 0, 0, "p"},
+      {Key("ns", "twice"), 200, 0, 0, "p"},
+      {Key("ns", "moved"), 300, 0, 0, "p"},
+  };
+  EXPECT_EQ(Contents(store()).timers, want);
 }
 
 TEST_P(TimerStoreConformanceTest, DeleteTimerRemovesItAndIgnoresAbsentKeys) {
@@ -91,8 +113,8 @@ TEST_P(TimerStoreConformanceTest, DeleteTimerRemovesItAndIgnoresAbsentKeys) {
   b.PutTimer(Key("ns", "b"), 2, 0, 0, "");
   WriteOk(b);
   b.Clear();
-  b.DeleteTimer(Key("ns", "a"));
-  b.DeleteTimer(Key("ns", "never-existed"));
+  b.DeleteTimer(Key("ns", "a"), 1);
+  b.DeleteTimer(Key("ns", "never-existed"), 1);
   WriteOk(b);
   Reopen();
   EXPECT_EQ(TimerKeys(store()), std::vector<std::string>{Key("ns", "b")});
@@ -101,24 +123,37 @@ TEST_P(TimerStoreConformanceTest, DeleteTimerRemovesItAndIgnoresAbsentKeys) {
 TEST_P(TimerStoreConformanceTest, OperationsOfOneBatchApplyInOrder) {
   StoreBatch b;
   b.PutTimer(Key("ns", "gone"), 1, 0, 0, "");
-  b.DeleteTimer(Key("ns", "gone"));
-  b.DeleteTimer(Key("ns", "back"));
+  b.DeleteTimer(Key("ns", "gone"), 1);
+  b.DeleteTimer(Key("ns", "back"), 2);
   b.PutTimer(Key("ns", "back"), 2, 0, 0, "");
   WriteOk(b);
   Reopen();
   EXPECT_EQ(TimerKeys(store()), std::vector<std::string>{Key("ns", "back")});
 }
 
-TEST_P(TimerStoreConformanceTest, TimersRecoverInBytewiseKeyOrder) {
-  // Written out of order; high bytes must sort after ASCII (unsigned comparison), and a namespace's keys
-  // must stay together even when another namespace extends its name ("a" vs "a\x01").
-  const std::vector<std::string> sorted = {Key("a", "1"),     Key("a", "2"), Key("a", "\xff"),
-                                           Key("a\x01", "0"), Key("b", ""),  Key("\xc3\xa9", "x")};
+TEST_P(TimerStoreConformanceTest, TimersRecoverInDeadlineThenBytewiseKeyOrder) {
+  // Written out of order. Deadlines first, negative before positive; within one deadline high bytes sort
+  // after ASCII (unsigned comparison), and a namespace's keys stay together even when another namespace
+  // extends its name ("a" vs "a\x01").
+  const std::vector<std::pair<int64_t, std::string>> sorted = {
+      {std::numeric_limits<int64_t>::min(), Key("z", "first")},
+      {-1, Key("z", "second")},
+      {1, Key("a", "1")},
+      {1, Key("a", "2")},
+      {1, Key("a", "\xff")},
+      {1, Key("a\x01", "0")},
+      {1, Key("b", "")},
+      {1, Key("\xc3\xa9", "x")},
+      {256, Key("a", "0")},
+      {std::numeric_limits<int64_t>::max(), Key("a", "last")},
+  };
   StoreBatch b;
-  for (auto it = sorted.rbegin(); it != sorted.rend(); ++it) b.PutTimer(*it, 1, 0, 0, "");
+  for (auto it = sorted.rbegin(); it != sorted.rend(); ++it) b.PutTimer(it->second, it->first, 0, 0, "");
   WriteOk(b);
   Reopen();
-  EXPECT_EQ(TimerKeys(store()), sorted);
+  std::vector<std::pair<int64_t, std::string>> got;
+  for (const TimerCopy& t : Contents(store()).timers) got.emplace_back(t.deadline_unix_ns, t.key);
+  EXPECT_EQ(got, sorted);
 }
 
 TEST_P(TimerStoreConformanceTest, OutboxRecoversInDeliveryIdOrder) {
@@ -144,7 +179,7 @@ TEST_P(TimerStoreConformanceTest, ExpiryMovesTimerToOutboxInOneBatch) {
   b.PutTimer(Key("ns", "stays"), 5000, 0, 0, "");
   WriteOk(b);
   b.Clear();
-  b.DeleteTimer(Key("ns", "once"));
+  b.DeleteTimer(Key("ns", "once"), 1000);
   b.PutExpiration(7, Key("ns", "once"), 1000, 0, 0, "payload", 1003, 0);
   WriteOk(b);
   Reopen();
@@ -160,6 +195,7 @@ TEST_P(TimerStoreConformanceTest, RecurringExpiryRewritesTimerWithNextDeadline) 
   b.PutTimer(Key("ns", "tick"), 1000, 0, 500, "p");
   WriteOk(b);
   b.Clear();
+  b.DeleteTimer(Key("ns", "tick"), 1000);
   b.PutTimer(Key("ns", "tick"), 1500, 0, 500, "p");
   b.PutExpiration(8, Key("ns", "tick"), 1000, 0, 500, "p", 1001, 0);
   WriteOk(b);

@@ -40,10 +40,11 @@ void MemoryTimerStore::Apply(const StoreBatch& batch, State& state) {
     switch (e.op) {
       case StoreBatch::Op::kPutTimer:
         state.timers.insert_or_assign(
-            std::string(e.key), Timer{e.deadline_unix_ns, e.ttl_ns, e.interval_ns, std::string(e.payload)});
+            std::pair(e.deadline_unix_ns, std::string(e.key)),
+            Timer{e.deadline_unix_ns, e.ttl_ns, e.interval_ns, std::string(e.payload)});
         break;
       case StoreBatch::Op::kDeleteTimer:
-        if (auto it = state.timers.find(e.key); it != state.timers.end()) state.timers.erase(it);
+        state.timers.erase(std::pair(e.deadline_unix_ns, std::string(e.key)));
         break;
       case StoreBatch::Op::kPutExpiration:
         state.outbox.insert_or_assign(e.delivery_id, Expiration{std::string(e.key),
@@ -98,7 +99,7 @@ absl::Status MemoryTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&
                                        absl::FunctionRef<bool(const absl::Status&)> /*on_corrupt*/) {
   absl::ReaderMutexLock l(&mu_);
   for (const auto& [key, t] : live_.timers) {
-    on_timer(StoredTimer{key, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload});
+    on_timer(StoredTimer{key.second, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, t.payload});
   }
   for (const auto& [id, e] : live_.outbox) {
     on_expiration(StoredExpiration{

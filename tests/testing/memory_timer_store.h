@@ -1,5 +1,5 @@
 // MemoryTimerStore: a TimerStore in process memory (std::map), the fake that tests of the layers above
-// storage/ use in place of RocksDbTimerStore. Same ordering and atomicity: timers in bytewise key order, the
+// storage/ use in place of RocksDbTimerStore. Same ordering and atomicity: timers by deadline, then key, the
 // outbox in delivery id order, each batch applied entirely or not at all; the conformance test
 // (tests/storage/timer_store_conformance_test.cc) keeps the two in step. Part of lawn_storage_testing
 // (tests/testing/), which only test executables link; lawnd's `memory` durability runs with no store at all.
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -72,7 +73,9 @@ class MemoryTimerStore final : public TimerStore {
     uint32_t attempt = 0;
   };
   struct State {
-    std::map<std::string, Timer, std::less<>> timers;
+    // Keyed as RocksDbTimerStore keys them, by deadline then timer key: a delete that names another deadline
+    // than the record's misses it here as it would on disk, and the record is recovered again.
+    std::map<std::pair<int64_t, std::string>, Timer> timers;
     std::map<uint64_t, Expiration> outbox;
     std::map<uint64_t, Expiration> incoming;  // The staging area (StoreBatch::PutIncoming).
     uint64_t boot_epoch = 0;

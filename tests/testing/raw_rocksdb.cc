@@ -1,20 +1,23 @@
 #include "tests/testing/raw_rocksdb.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rocksdb/db.h"
+#include "storage/record_coding.h"
 
 namespace lawn {
 
 absl::Status PutRawForTest(const std::string& path, const std::string& column_family, std::string_view key,
                            std::string_view value) {
   rocksdb::DBOptions options;
+  options.create_if_missing = true;
   std::vector<std::string> names;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options, path, &names);
-  if (!s.ok()) return absl::InternalError("ListColumnFamilies: " + s.ToString());
+  if (!s.ok()) names = {rocksdb::kDefaultColumnFamilyName};  // No database there yet: a new one.
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (const std::string& name : names) descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -22,7 +25,13 @@ absl::Status PutRawForTest(const std::string& path, const std::string& column_fa
   s = rocksdb::DB::Open(options, path, descriptors, &handles, &raw);
   if (!s.ok()) return absl::InternalError("open: " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
-  absl::Status result = absl::NotFoundError("no column family " + column_family);
+  if (std::find(names.begin(), names.end(), column_family) == names.end()) {
+    rocksdb::ColumnFamilyHandle* created = nullptr;
+    s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), column_family, &created);
+    if (!s.ok()) return absl::InternalError("create column family: " + s.ToString());
+    handles.push_back(created);
+  }
+  absl::Status result = absl::InternalError("no column family " + column_family);
   for (rocksdb::ColumnFamilyHandle* handle : handles) {
     if (handle->GetName() != column_family) continue;
     rocksdb::WriteOptions write_options;
@@ -35,6 +44,19 @@ absl::Status PutRawForTest(const std::string& path, const std::string& column_fa
   s = db->Close();
   if (result.ok() && !s.ok()) result = absl::InternalError("close: " + s.ToString());
   return result;
+}
+
+std::string StoredTimerKeyForTest(int64_t deadline_unix_ns, std::string_view key) {
+  std::string stored;
+  internal::AppendTimerKey(&stored, deadline_unix_ns, key);
+  return stored;
+}
+
+std::vector<std::string> ColumnFamiliesForTest(const std::string& path) {
+  std::vector<std::string> names;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
+  if (!s.ok()) names.clear();
+  return names;
 }
 
 }  // namespace lawn

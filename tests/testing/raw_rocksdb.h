@@ -5,17 +5,25 @@
 // Thread-safety: a free function; see REQUIRES.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 
 namespace lawn {
 
 // Opens the RocksDB database at `path` (every column family, no lawn checks), writes one raw key/value into
-// `column_family` with a synced write, and closes it. REQUIRES: no store is open on `path`.
-// Errors: NOT_FOUND if there is no such column family; INTERNAL if RocksDB fails.
+// `column_family` with a synced write, and closes it; the column family, and the database, are created if
+// missing. REQUIRES: no store is open on `path`. Errors: INTERNAL if RocksDB fails.
 absl::Status PutRawForTest(const std::string& path, const std::string& column_family, std::string_view key,
                            std::string_view value);
+
+// The key under which the store keeps a timer (the `pending` column family of storage/FORMAT.md).
+std::string StoredTimerKeyForTest(int64_t deadline_unix_ns, std::string_view key);
+
+// The names of the column families of the database at `path`, as RocksDB lists them.
+std::vector<std::string> ColumnFamiliesForTest(const std::string& path);
 
 }  // namespace lawn
