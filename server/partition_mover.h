@@ -8,7 +8,7 @@
 // the copy here, and unblock once the map says they are the target's. Any failure before the flip puts
 // everything back (the expirations into their outboxes) and unblocks: nothing was lost or moved.
 //
-// As the target: Import persists what arrives (timers into `timers`, expirations into the staging area)
+// As the target: Import persists what arrives (timers into `pending`, expirations into the staging area)
 // with synced writes, with the partitions blocked; Activate, once the map names this member, loads the
 // timers into the shards, adopts the staged expirations into the outbox under new delivery ids, and
 // unblocks. If the source dies after the flip, the map alone triggers the activation (OnMap).

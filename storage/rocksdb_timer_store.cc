@@ -38,8 +38,9 @@ namespace {
 constexpr char kPendingCf[] = "pending";
 // Format version 1's timers, keyed by name; migrated into `pending` at the first open (MigrateFromV1).
 constexpr char kV1TimersCf[] = "timers";
-// Records migrated per (unsynced) write; the last write, which sets the version, is synced.
-constexpr size_t kMigrateBatchRecords = 16 * 1024;
+// Records migrated per (unsynced) write, at most; the last write, which sets the version, is synced.
+constexpr uint32_t kMigrateBatchRecords = 16 * 1024;
+constexpr size_t kMigrateBatchBytes = 16 << 20;
 constexpr char kOutboxCf[] = "outbox";
 constexpr char kMetaCf[] = "meta";
 constexpr char kIncomingCf[] = "incoming";  // Cluster members only.
@@ -53,7 +54,6 @@ constexpr uint64_t kGuardMaxBytes = uint64_t{16} << 20;
 constexpr uint64_t kGuardNearBytes = uint64_t{256} << 20;
 
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
-rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
 // Debian's Abseil 20220623 has its own string_view type.
 std::string Hex(std::string_view s) { return absl::BytesToHexString(absl::string_view(s.data(), s.size())); }
 
@@ -378,6 +378,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   const bool has_incoming = exists(kIncomingCf);
   if (options.staging || has_incoming) descriptors.push_back({kIncomingCf, record_cf});
   const bool has_v1_timers = exists(kV1TimersCf);
+  const bool has_pending = exists(kPendingCf);
   if (has_v1_timers) descriptors.push_back({kV1TimersCf, record_cf});
   for (const std::string& name : existing) {
     if (name == rocksdb::kDefaultColumnFamilyName || name == kPendingCf || name == kOutboxCf ||
@@ -409,15 +410,16 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
     // A cluster member's store has its staging area from its first start. One without it that holds timers
     // or expirations was a single lawnd's: as a member it would keep only the partitions the cluster gives
     // it (the start-up settle deletes the rest), so it is refused, untouched.
-    std::unique_ptr<rocksdb::Iterator> timers(
-        rep->db->NewIterator(rocksdb::ReadOptions(), *version == 1 ? rep->v1_timers : rep->pending));
-    std::unique_ptr<rocksdb::Iterator> outbox(rep->db->NewIterator(rocksdb::ReadOptions(), rep->outbox));
-    timers->SeekToFirst();
-    outbox->SeekToFirst();
-    if ((timers != nullptr && timers->Valid()) || outbox->Valid()) {
-      timers.reset();
-      outbox.reset();
+    auto holds_records = [&](rocksdb::ColumnFamilyHandle* cf) {
+      if (cf == nullptr) return false;
+      std::unique_ptr<rocksdb::Iterator> it(rep->db->NewIterator(rocksdb::ReadOptions(), cf));
+      it->SeekToFirst();
+      return it->Valid();
+    };
+    if (holds_records(*version == 1 ? rep->v1_timers : rep->pending) || holds_records(rep->outbox)) {
+      // Left as it was: without what this open created (a version 1 store gets `pending` only when migrated).
       rep->db->DropColumnFamily(rep->incoming).PermitUncheckedError();
+      if (*version == 1 && !has_pending) rep->db->DropColumnFamily(rep->pending).PermitUncheckedError();
       return absl::FailedPreconditionError(absl::StrCat(
           "data dir ", options.path, " holds the timers of a lawnd that ran alone; a cluster member must start on "
           "an empty data dir (the cluster would keep only the partitions it gives this member). Start this "
@@ -467,12 +469,22 @@ absl::StatusOr<int> RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::s
 
 absl::Status RocksDbTimerStore::Rep::MigrateFromV1() {
   uint64_t migrated = 0;
+  rocksdb::WriteBatch wb;
+  // Each write goes through the free-space guard, and a failed one stops the store like any failed write
+  // (RocksDB 7.8 aborts on a WAL sync after a failed append, and closing the store syncs).
+  auto write = [&](bool sync) -> absl::Status {
+    LAWN_RETURN_IF_ERROR(AdmitWrite(wb.GetDataSize()));
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    rocksdb::Status s = db->Write(wo, &wb);
+    if (!s.ok()) return Fail(absl::StrCat("open ", path, ": migrate format version 1"), s);
+    wb.Clear();
+    return absl::OkStatus();
+  };
   if (v1_timers != nullptr) {
     const std::string context = absl::StrCat("open ", path, ": migrate format version 1");
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), v1_timers));
-    rocksdb::WriteBatch wb;
     std::string key;
-    rocksdb::WriteOptions unsynced;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       // A record that does not decode keeps its value under the lowest deadline: Recover reports it as
       // it reported it before (DATA_LOSS, or skipped with --skip-corrupt-records).
@@ -482,22 +494,16 @@ absl::Status RocksDbTimerStore::Rep::MigrateFromV1() {
       key.clear();
       internal::AppendTimerKey(&key, deadline, View(it->key()));
       LAWN_RETURN_IF_ERROR(FromRocks(wb.Put(pending, key, it->value()), context));
-      if (++migrated % kMigrateBatchRecords == 0) {
-        LAWN_RETURN_IF_ERROR(FromRocks(db->Write(unsynced, &wb), context));
-        wb.Clear();
+      ++migrated;
+      if (wb.Count() >= kMigrateBatchRecords || wb.GetDataSize() >= kMigrateBatchBytes) {
+        LAWN_RETURN_IF_ERROR(write(/*sync=*/false));
       }
     }
     LAWN_RETURN_IF_ERROR(FromRocks(it->status(), context));
-    LAWN_RETURN_IF_ERROR(FromRocks(wb.Put(meta, kFormatVersionKey, std::to_string(kFormatVersion)), context));
-    rocksdb::WriteOptions synced;
-    synced.sync = true;
-    LAWN_RETURN_IF_ERROR(FromRocks(db->Write(synced, &wb), context));
-  } else {
-    rocksdb::WriteOptions synced;
-    synced.sync = true;
-    LAWN_RETURN_IF_ERROR(FromRocks(db->Put(synced, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
-                                   absl::StrCat("open ", path, ": write format_version")));
   }
+  LAWN_RETURN_IF_ERROR(FromRocks(wb.Put(meta, kFormatVersionKey, std::to_string(kFormatVersion)),
+                                 absl::StrCat("open ", path, ": write format_version")));
+  LAWN_RETURN_IF_ERROR(write(/*sync=*/true));
   migrated_from_v1 = migrated;
   return absl::OkStatus();
 }
@@ -609,8 +615,8 @@ absl::Status RocksDbTimerStore::Recover(absl::FunctionRef<void(const StoredTimer
                                     ? absl::StrCat("key 0x", Hex(t.key), " (deadline ", key_deadline, ")")
                                     : absl::StrCat("stored key 0x", Hex(key), " (not a deadline and a key)");
       absl::Status corrupt = absl::DataLossError(
-          absl::StrCat("timers record with ", which, " cannot be decoded (value 0x", Hex(value.substr(0, 64)),
-                       value.size() > 64 ? "..." : "", ", ", value.size(),
+          absl::StrCat("pending record with ", which, " cannot be decoded (value 0x",
+                       Hex(value.substr(0, 64)), value.size() > 64 ? "..." : "", ", ", value.size(),
                        " bytes: not a timer record of FORMAT.md with the deadline of its key)"));
       return on_corrupt(corrupt) ? absl::OkStatus() : corrupt;
     }

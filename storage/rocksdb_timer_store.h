@@ -41,7 +41,7 @@ struct RocksDbStoreOptions {
   uint64_t block_cache_bytes = uint64_t{64} << 20;
 
   // Memtable memory of all column families together (config key write_buffer_bytes), in bytes; also the WAL
-  // size that forces a flush. `timers` and `outbox` each flush at half of it. Default 256 MiB: the puts of a
+  // size that forces a flush. `pending` and `outbox` each flush at half of it. Default 256 MiB: the puts of a
   // burst of a million timers started, fired and acked within it are dropped at the flush with the deletes
   // that cancel them, so only tombstones reach a file (FORMAT.md, "Space reclamation").
   uint64_t write_buffer_bytes = uint64_t{256} << 20;

@@ -3,7 +3,8 @@
 //
 // Times on disk are wall-clock nanoseconds since the Unix epoch (int64), so a restart, even on another
 // machine, knows when each timer is due. A timer is named by its key: namespace, one 0x00 byte, id
-// (namespaces never contain 0x00, so keys of one namespace are contiguous and ordered by id).
+// (namespaces never contain 0x00). Its record is found by that key and the deadline it was stored with
+// (StoreBatch::DeleteTimer).
 //
 // Thread-safety: implementations are thread-safe; Write may be called concurrently from every shard worker
 // (concurrent synced writes share one fsync where the implementation can group them).
@@ -64,7 +65,8 @@ class TimerStore {
   // Forces everything written so far to stable storage.
   virtual absl::Status Sync() = 0;
 
-  // Calls `on_timer` for every stored timer and `on_expiration` for every outbox entry, in key order.
+  // Calls `on_timer` for every stored timer (by deadline, then key) and `on_expiration` for every outbox
+  // entry (by delivery id).
   // The views are valid during the call only. A record that cannot be decoded is handed to `on_corrupt` as a
   // DATA_LOSS status naming its column family, key and why: it returns true to skip the record and go on,
   // false to stop; Recover then returns that status.

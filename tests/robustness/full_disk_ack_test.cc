@@ -50,7 +50,8 @@ TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
     refused = StartTtl(*stub, "fill", "big" + std::to_string(i), milliseconds(3'600'000), nullptr, payload);
   }
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
-  // Now ack the waiting expiration.
+  // Now ack the waiting expiration. Its round is checked with 32 MiB of headroom (kRoundHeadroomBytes), so it
+  // stays below the guard even when RocksDB's background work frees a few MiB meanwhile.
   TestSubscriber sub(*stub, "acks");
   std::optional<v1::Expiration> e = sub.Next(milliseconds(15000));
   ASSERT_TRUE(e.has_value());
@@ -60,9 +61,11 @@ TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
     v1::GetStatsResponse resp;
     return stub->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok() && resp.outbox() == 0;
   }));
-  // A few rounds later lawnd is still healthy: no failed state, liveness and readiness SERVING.
-  ASSERT_TRUE(StartTtl(*stub, "fill", "still-refused", milliseconds(60000)).error_code() ==
-              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A few rounds later lawnd is still healthy: no failed state (a write is refused by the guard or, if
+  // background work freed space meanwhile, taken; never UNAVAILABLE), liveness and readiness SERVING.
+  const grpc::Status still = StartTtl(*stub, "fill", "still-healthy", milliseconds(60000));
+  EXPECT_TRUE(still.ok() || still.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << still.error_message();
   EXPECT_EQ(lawnd.HealthStatus("liveness"), LawndProcess::kServing);
   EXPECT_EQ(lawnd.HealthStatus(""), LawndProcess::kServing);
   EXPECT_EQ(lawnd.Log().find("storage write failed"), std::string::npos) << lawnd.Log();
