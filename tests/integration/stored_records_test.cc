@@ -4,6 +4,7 @@
 // exactly one record per pending timer, at the deadline lawnd answered. A record left behind under an old
 // deadline would bring a deleted or fired timer back at the next start.
 #include <csignal>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,9 +13,11 @@
 
 #include "client/lawn_client.h"
 #include "gtest/gtest.h"
+#include "storage/record_coding.h"
 #include "storage/rocksdb_timer_store.h"
 #include "tests/integration/lawnd_process.h"
 #include "tests/integration/test_client.h"
+#include "tests/testing/raw_rocksdb.h"
 
 namespace lawn::testing {
 namespace {
@@ -95,6 +98,49 @@ TEST(StoredRecordsTest, EachPendingTimerHasOneRecordAtTheDeadlineLawndAnswered) 
   EXPECT_EQ(client->GetTimer("rec", "deleted").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(client->GetTimer("once", "fired").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(lawnd.Stop(SIGTERM), 0);
+}
+
+// Records lawnd could not have left itself, written beneath it: a key stored under two deadlines (a lost
+// delete) and a deadline in 1677, below what a process's monotonic clock can hold. Recovery keeps the later
+// of the two records and deletes the other, and moves the old one to the deadline the engine holds, so that
+// its firing deletes it.
+TEST(StoredRecordsTest, RecoveryRepairsATimerStoredTwiceAndOneWithoutAMonotonicDeadline) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  LawndProcess lawnd(data, {"--shards", "2"});
+  lawnd.Start();
+  std::unique_ptr<LawnClient> client = LawnClient::Connect(lawnd.address());
+  absl::StatusOr<v1::Timer> twice = client->StartTimer("rec", "twice", hours(1), "p");
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  client.reset();
+  ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
+  const int64_t later = ToNs(twice->deadline());
+  const int64_t earlier = later - 600'000'000'000;
+  const int64_t ancient = std::numeric_limits<int64_t>::min() + 5;
+  auto put = [&](const std::string& key, int64_t deadline, const std::string& payload) {
+    std::string value;
+    internal::AppendTimerValue(&value, deadline, 1'000'000'000, 0, payload);
+    ASSERT_TRUE(PutRawForTest(data, "pending", StoredTimerKeyForTest(deadline, key), value).ok());
+  };
+  put(KeyOf("rec", "twice"), earlier, "stale");
+  put(KeyOf("rec", "ancient"), ancient, "old");
+
+  lawnd.Start();
+  client = LawnClient::Connect(lawnd.address());
+  absl::StatusOr<v1::Timer> back = client->GetTimer("rec", "twice");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToNs(back->deadline()), later);
+  EXPECT_EQ(back->payload(), "p");
+  auto stub = lawnd.stub();
+  ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub, "rec").outbox() == 1; }, seconds(30)))
+      << "the 1677 timer fires at once";
+  EXPECT_NE(lawnd.Log().find("stored under two deadlines"), std::string::npos) << lawnd.Log();
+  client.reset();
+  stub.reset();
+  lawnd.Kill();
+
+  const std::map<std::string, std::vector<int64_t>> stored = StoredDeadlines(data);
+  EXPECT_EQ(stored, (std::map<std::string, std::vector<int64_t>>{{KeyOf("rec", "twice"), {later}}}));
 }
 
 }  // namespace
