@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The one-time migration of a storage format version 1 data dir (storage/FORMAT.md): a lawnd of the previous
+# format writes COUNT timers (TTL 1h, batches of 1000) and stops; this build's lawnd opens the same data dir,
+# migrates it and recovers; then it restarts once more (nothing to migrate). Prints the seconds from start to
+# the migration's log line and to `recovery done`, for both starts, and the data dir's size.
+#
+#   LAWND_OLD=<lawnd before 2026-11-27, e.g. built at 3e6fdc9> LAWN_BUILD=$PWD/build bench/scripts/migration.sh
+#
+# Environment (defaults): LAWND_OLD (required), COUNT (1000000), plus those of load_common.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
+
+[[ -x ${LAWND_OLD:-} ]] || { echo "set LAWND_OLD to a lawnd of storage format version 1" >&2; exit 2; }
+COUNT=${COUNT:-1000000}
+NEW_LAWND=$LAWND
+LAWN_REUSE_DIR=$(mktemp -d "$LAWN_TMP/migration.XXXXXX")
+
+# Seconds from the log's first line to the first line matching $2.
+since_start() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+from datetime import datetime
+lines = open(sys.argv[1]).read().splitlines()
+stamp = lambda l: datetime.strptime(l[:23], "%Y-%m-%dT%H:%M:%S.%f")
+hit = next((l for l in lines if sys.argv[2] in l), None)
+print(f"{(stamp(hit) - stamp(lines[0])).total_seconds():.3f}" if hit else "-")
+PY
+}
+
+LAWND=$LAWND_OLD
+lawn_start --durability interval --shards 2
+"$LAWN_LOAD" --target "127.0.0.1:$LAWN_PORT" --mode batch --batch 1000 --concurrency 8 --count "$COUNT" \
+  --ttl 1h >/dev/null
+lawn_stop
+echo "version 1 data dir: $(du -sh "$LAWN_REUSE_DIR" | cut -f1), $COUNT timers (load 1m: $(cut -d' ' -f1 /proc/loadavg))"
+
+LAWND=$NEW_LAWND
+for start in migrating again; do
+  lawn_start --durability interval --shards 2
+  log=$LAWN_TMP/migration-$start.log
+  cp "$LAWN_LOG" "$log"
+  echo "$start: migrated line $(since_start "$log" 'migrated to') s, recovery done $(since_start "$log" 'recovery done') s:" \
+    "$(grep -o 'recovery done: [0-9]* timers' "$log")"
+  lawn_stop
+done
+echo "data dir after: $(du -sh "$LAWN_REUSE_DIR" | cut -f1)"
