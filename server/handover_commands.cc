@@ -23,7 +23,8 @@ void ExportCommand::Apply(ShardContext& ctx) {
 void DropTimersCommand::Apply(ShardContext& ctx) {
   Runtime& runtime = ctx.runtime();
   // Below the free-space guard the store keeps its copy: the partition is not this member's any more, so the
-  // copy never fires here, and the sweep at the next start deletes it.
+  // copy never fires here, and the sweep at the next start deletes it. (Unless the partition comes back
+  // before that start: its timers are then stored twice, and recovery keeps the later record of each.)
   StoreBatch* batch = ctx.write_admission().ok() ? ctx.batch() : nullptr;
   for (const RecoveredTimer& t : timers_) {
     uint64_t bytes = 0;

@@ -245,8 +245,9 @@ void KeyCommand::Apply(ShardContext& ctx) {
       // The record moves with the deadline (storage/FORMAT.md): the old one is deleted by its deadline.
       std::optional<int64_t> old_deadline;
       if (ctx.batch() != nullptr) {
-        if (std::optional<TimerView> old = shard.Get(key_))
+        if (std::optional<TimerView> old = shard.Get(key_)) {
           old_deadline = runtime.time().ToWall(old->deadline_ns);
+        }
       }
       status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t) {
         fill(t);

@@ -32,8 +32,9 @@ void RecoverCommand::Apply(ShardContext& ctx) {
       ++doubled;
       const int64_t held_deadline = time.ToWall(held->deadline_ns);
       if (t.deadline_unix_ns <= held_deadline) {
-        if (batch != nullptr && t.deadline_unix_ns != held_deadline)
+        if (batch != nullptr && t.deadline_unix_ns != held_deadline) {
           batch->DeleteTimer(t.key, t.deadline_unix_ns);
+        }
         continue;
       }
       if (batch != nullptr) batch->DeleteTimer(t.key, held_deadline);

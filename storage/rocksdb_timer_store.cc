@@ -462,8 +462,10 @@ absl::StatusOr<int> RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::s
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  LAWN_RETURN_IF_ERROR(FromRocks(db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)),
-                                 absl::StrCat("open ", path, ": write format_version")));
+  // A failed write stops the store (Fail): closing it must not sync the WAL after a failed append.
+  if (rocksdb::Status put = db->Put(wo, meta, kFormatVersionKey, std::to_string(kFormatVersion)); !put.ok()) {
+    return Fail(absl::StrCat("open ", path, ": write format_version"), put);
+  }
   return kFormatVersion;
 }
 
@@ -473,7 +475,12 @@ absl::Status RocksDbTimerStore::Rep::MigrateFromV1() {
   // Each write goes through the free-space guard, and a failed one stops the store like any failed write
   // (RocksDB 7.8 aborts on a WAL sync after a failed append, and closing the store syncs).
   auto write = [&](bool sync) -> absl::Status {
-    LAWN_RETURN_IF_ERROR(AdmitWrite(wb.GetDataSize()));
+    if (absl::Status admitted = AdmitWrite(wb.GetDataSize()); !admitted.ok()) {
+      return absl::Status(admitted.code(), absl::StrCat("open ", path,
+                                                        ": migrate format version 1 (needs free space "
+                                                        "like any write): ",
+                                                        admitted.message()));
+    }
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     rocksdb::Status s = db->Write(wo, &wb);

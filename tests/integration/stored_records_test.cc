@@ -135,6 +135,7 @@ TEST(StoredRecordsTest, RecoveryRepairsATimerStoredTwiceAndOneWithoutAMonotonicD
   ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub, "rec").outbox() == 1; }, seconds(30)))
       << "the 1677 timer fires at once";
   EXPECT_NE(lawnd.Log().find("stored under two deadlines"), std::string::npos) << lawnd.Log();
+  EXPECT_EQ(NamespaceStatsOf(*stub, "rec").pending_timers(), 1u) << "the key stored twice counts once";
   client.reset();
   stub.reset();
   lawnd.Kill();

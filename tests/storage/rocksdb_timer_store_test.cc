@@ -11,7 +11,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -43,6 +45,21 @@ std::unique_ptr<RocksDbTimerStore> MustOpen(const std::string& path) {
   absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = OpenAt(path);
   EXPECT_TRUE(store.ok()) << store.status();
   return store.ok() ? std::move(store).value() : nullptr;
+}
+
+// Recovers everything, skipping what does not decode: the keys of the timers, and the reports of the rest.
+std::pair<std::vector<std::string>, std::vector<absl::Status>> RecoverSkippingCorrupt(
+    RocksDbTimerStore& store) {
+  std::vector<std::string> timers;
+  std::vector<absl::Status> corrupt;
+  absl::Status s =
+      store.Recover([&](const StoredTimer& t) { timers.emplace_back(t.key); }, [](const StoredExpiration&) {},
+                    [&](const absl::Status& why) {
+                      corrupt.push_back(why);
+                      return true;
+                    });
+  EXPECT_TRUE(s.ok()) << s;
+  return {timers, corrupt};
 }
 
 TEST(RocksDbTimerStoreTest, EmptyPathIsInvalidArgument) {
@@ -81,15 +98,7 @@ TEST(RocksDbTimerStoreTest, CorruptRecordsAreSkippedWhenTheHandlerSaysSo) {
           .ok());
   ASSERT_TRUE(PutRawForTest(path, "outbox", "short", "x").ok());
   auto store = MustOpen(path);
-  std::vector<std::string> timers;
-  std::vector<absl::Status> corrupt;
-  absl::Status s = store->Recover([&](const StoredTimer& t) { timers.emplace_back(t.key); },
-                                  [](const StoredExpiration&) {},
-                                  [&](const absl::Status& why) {
-                                    corrupt.push_back(why);
-                                    return true;
-                                  });
-  ASSERT_TRUE(s.ok()) << s;
+  const auto [timers, corrupt] = RecoverSkippingCorrupt(*store);
   EXPECT_EQ(timers, std::vector<std::string>{Key("ns", "good")});
   ASSERT_EQ(corrupt.size(), 2u);
   EXPECT_EQ(corrupt[0].code(), absl::StatusCode::kDataLoss);
@@ -194,15 +203,7 @@ TEST(RocksDbTimerStoreTest, ACorruptVersion1RecordStaysDataLossNamingItsKey) {
   ASSERT_TRUE(PutRawForTest(path, "timers", Key("ns", "bad"), std::string("\x09garbage")).ok());
   auto store = MustOpen(path);
   ASSERT_NE(store, nullptr);
-  std::vector<std::string> timers;
-  std::vector<absl::Status> corrupt;
-  absl::Status s = store->Recover([&](const StoredTimer& t) { timers.emplace_back(t.key); },
-                                  [](const StoredExpiration&) {},
-                                  [&](const absl::Status& why) {
-                                    corrupt.push_back(why);
-                                    return true;
-                                  });
-  ASSERT_TRUE(s.ok()) << s;
+  const auto [timers, corrupt] = RecoverSkippingCorrupt(*store);
   EXPECT_EQ(timers.size(), 3u);
   ASSERT_EQ(corrupt.size(), 1u);
   EXPECT_EQ(corrupt[0].code(), absl::StatusCode::kDataLoss);
@@ -427,21 +428,26 @@ TEST(RocksDbTimerStoreTest, ChurnDoesNotGrowTheDataDir) {
   absl::StatusOr<uint64_t> before = store->DataBytes();
   ASSERT_TRUE(before.ok()) << before.status();
   ASSERT_TRUE(store->CompactAll().ok());
-  absl::StatusOr<uint64_t> after = store->DataBytes();
-  ASSERT_TRUE(after.ok()) << after.status();
   // RocksDB sometimes still has the WAL file before the current one right after the flush (a run in 16 or
-  // so, with either storage format): bounded by max_total_wal_size (= the write buffer), counted apart.
+  // so, with either storage format): bounded by max_total_wal_size (the write buffer; one write may exceed
+  // it), and counted apart, in the same pass over the directory.
+  uint64_t after = 0;
   uint64_t wal_bytes = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.Sub("data"))) {
-    if (entry.path().extension() == ".log" && entry.is_regular_file()) wal_bytes += entry.file_size();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.Sub("data"))) {
+    std::error_code ec;
+    if (!entry.is_regular_file(ec)) continue;
+    const uint64_t size = entry.file_size(ec);
+    if (ec) continue;  // Deleted meanwhile.
+    after += size;
+    if (entry.path().extension() == ".log") wal_bytes += size;
   }
-  EXPECT_LE(wal_bytes, uint64_t{16} << 20);
+  EXPECT_LE(wal_bytes, uint64_t{20} << 20);
   std::printf(
       "churn: %d timers written, fired and acked around 1000 long-lived ones; data dir %.1f MiB before "
       "CompactAll, %.1f MiB after\n",
-      kRounds * kPerRound, *before / 1048576.0, *after / 1048576.0);
+      kRounds * kPerRound, *before / 1048576.0, after / 1048576.0);
   // The live data is ~100 KiB; the rest is fixed overhead (MANIFEST, OPTIONS, info LOG).
-  EXPECT_LT(*after - std::min(*after, wal_bytes), uint64_t{4} << 20);
+  EXPECT_LT(after - wal_bytes, uint64_t{4} << 20);
   EXPECT_EQ(Contents(*store).timers.size(), 1000u);
   EXPECT_TRUE(Contents(*store).outbox.empty());
 }
