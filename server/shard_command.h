@@ -42,6 +42,10 @@ class ShardContext {
   virtual Shard& shard() = 0;
   // Storage operations of this round; nullptr in `memory` durability.
   virtual StoreBatch* batch() = 0;
+  // Storage operations for the first round the free-space guard admits: recovery's repairs of the store,
+  // which must reach it before anything else writes those keys (while the guard refuses, nothing does).
+  // nullptr in `memory` durability.
+  virtual StoreBatch* repairs() = 0;
   virtual uint64_t now_mono_ns() const = 0;
   virtual uint32_t shard_index() const = 0;
   virtual Runtime& runtime() = 0;

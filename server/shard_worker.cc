@@ -146,9 +146,10 @@ void ShardWorker::Run() {
           sleeping_ = false;
           continue;
         }
-        if (expiry_blocked_) {
+        if (expiry_blocked_ || !repairs_.empty()) {
           // The free-space guard (or a storage failure) refused the last expiry: due timers stay pending.
-          // Retry after a pause instead of spinning on deadlines that are already past.
+          // Retry after a pause instead of spinning on deadlines that are already past. Repairs kept for
+          // space are retried the same way, so that they do not wait for this shard's next command.
           cv_.wait_for(lock, std::chrono::nanoseconds(kBlockedRetryNs));
           sleeping_ = false;
           break;
@@ -203,6 +204,13 @@ void ShardWorker::Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bo
   admission_ = runtime_.write_failed() ? runtime_.write_status()
                : store_ != nullptr      ? store_->CheckSpace(kRoundHeadroomBytes)
                                         : absl::OkStatus();
+  // Repairs the guard kept from an earlier round go first, before any command of this one writes their keys.
+  if (admission_.ok() && !repairs_.empty()) {
+    spdlog::info("shard {}: the disk has room again; writing the {} repairs recovery kept", index_,
+                 repairs_.count());
+    open_->batch.Append(repairs_);
+    repairs_.Clear();
+  }
   // Commands deferred by the last round first (a ListTimers waiting for its ordered index), then new ones.
   // The last round before stopping finishes every deferred command.
   order_budget_ = last_round_ ? SIZE_MAX : kOrderBudget;

@@ -72,6 +72,7 @@ class ShardWorker final : private ShardContext {
   // ShardContext
   Shard& shard() override { return shard_; }
   StoreBatch* batch() override { return store_ != nullptr ? &open_->batch : nullptr; }
+  StoreBatch* repairs() override { return store_ != nullptr ? &repairs_ : nullptr; }
   uint64_t now_mono_ns() const override { return now_mono_ns_; }
   uint32_t shard_index() const override { return index_; }
   Runtime& runtime() override { return runtime_; }
@@ -129,6 +130,7 @@ class ShardWorker final : private ShardContext {
   DeliveryIds delivery_ids_;
   NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
   std::string key_scratch_;                // A skipped firing's whole key (views split it at its namespace).
+  StoreBatch repairs_;                     // Worker thread: repairs() until a round is admitted.
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.
   bool release_gated_ = false;             // Offer the timers held for closed partitions again this round.
   absl::flat_hash_map<std::string, NamespaceState*> namespace_cache_;

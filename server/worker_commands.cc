@@ -11,9 +11,9 @@ namespace lawn {
 void RecoverCommand::Apply(ShardContext& ctx) {
   Runtime& runtime = ctx.runtime();
   const TimeBase& time = runtime.time();
-  // Repairs below are written in this round when the free-space guard allows; otherwise the next start
-  // makes them again.
-  StoreBatch* batch = ctx.write_admission().ok() ? ctx.batch() : nullptr;
+  // Repairs below are written in this round, or, when the free-space guard refuses it, in the first round it
+  // admits (nothing writes before that).
+  StoreBatch* batch = ctx.write_admission().ok() ? ctx.batch() : ctx.repairs();
   size_t doubled = 0;
   size_t moved = 0;
   for (const RecoveredTimer& t : timers_) {
@@ -70,7 +70,8 @@ void RecoverCommand::Apply(ShardContext& ctx) {
     spdlog::warn(
         "shard {}: {} timers were stored under two deadlines (the later kept, the other record {}), {} "
         "records moved to a deadline this process can hold",
-        ctx.shard_index(), doubled, batch != nullptr ? "deleted" : "kept until the next start", moved);
+        ctx.shard_index(), doubled, ctx.write_admission().ok() ? "deleted" : "deleted once the disk has room",
+        moved);
   }
 }
 

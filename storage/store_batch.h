@@ -52,6 +52,13 @@ class StoreBatch {
                    uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns, uint32_t attempt);
   void DeleteIncoming(uint64_t staging_id);
 
+  // Appends every operation of `other`, after this batch's own.
+  void Append(const StoreBatch& other) {
+    rep_.append(other.rep_);
+    count_ += other.count_;
+    needs_sync_ = needs_sync_ || other.needs_sync_;
+  }
+
   void Clear() {
     rep_.clear();
     count_ = 0;

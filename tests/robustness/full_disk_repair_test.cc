@@ -1,0 +1,114 @@
+// Recovery's repair of the store (a key stored under two deadlines: storage/FORMAT.md) when lawnd starts
+// below the free-space guard: the repair waits for the first round the guard admits, and is written then,
+// before anything else. Needs root for a small tmpfs, as in CI.
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/record_coding.h"
+#include "storage/rocksdb_timer_store.h"
+#include "tests/integration/lawnd_process.h"
+#include "tests/integration/test_client.h"
+#include "tests/testing/raw_rocksdb.h"
+
+namespace lawn::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The deadlines the store holds for `key`.
+std::vector<int64_t> StoredDeadlinesOf(const std::string& data_dir, const std::string& key) {
+  RocksDbStoreOptions options;
+  options.path = data_dir;
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  std::vector<int64_t> deadlines;
+  if (!store.ok()) return deadlines;
+  absl::Status s = (*store)->Recover(
+      [&](const StoredTimer& t) {
+        if (t.key == key) deadlines.push_back(t.deadline_unix_ns);
+      },
+      [](const StoredExpiration&) {});
+  EXPECT_TRUE(s.ok()) << s;
+  return deadlines;
+}
+
+TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRound) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir dir;
+  const std::string mnt = dir.path() + "/small";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string data = mnt + "/data";
+  const std::string config =
+      WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n");
+  LawndProcess lawnd(data, {"--config", config});
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  ASSERT_TRUE(StartTtl(*stub, "rec", "twice", milliseconds(3'600'000)).ok());
+  v1::Timer twice;
+  ASSERT_TRUE(GetTimer(*stub, "rec", "twice", &twice).ok());
+  const int64_t later = ToNs(twice.deadline());
+  // Fill the disk until the guard refuses (incompressible payloads).
+  std::mt19937_64 rng(3);
+  std::string payload(60'000, '\0');
+  grpc::Status refused;
+  for (int i = 0; i < 5000 && refused.ok(); ++i) {
+    for (char& c : payload) c = static_cast<char>(rng());
+    refused = StartTtl(*stub, "fill", "big" + std::to_string(i), milliseconds(3'600'000), nullptr, payload);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  stub.reset();
+  ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
+
+  // A second record of the same key, at an earlier deadline (a lost delete), written beneath lawnd.
+  const int64_t earlier = later - 600'000'000'000;
+  const std::string key = std::string("rec") + '\0' + "twice";
+  std::string value;
+  internal::AppendTimerValue(&value, earlier, 3'600'000'000'000, 0, "");
+  ASSERT_TRUE(PutRawForTest(data, "pending", StoredTimerKeyForTest(earlier, key), value).ok());
+
+  // Recovery keeps the later one; the guard refuses the repair's write (a restart may free some space, so the
+  // guard is raised above what the disk has), which waits.
+  const std::string full =
+      WriteFile(dir.path() + "/full.yaml", "min_free_disk_bytes: 200MiB\nwrite_buffer_bytes: 16MiB\n");
+  LawndProcess refusing(data, {"--config", full});
+  refusing.StartNoWait();  // Below the guard readiness is NOT_SERVING; liveness and reads still answer.
+  // The log file is the data dir's, shared with the first process: this one's recovery is the second.
+  auto count = [&](const std::string& what) {
+    const std::string log = refusing.Log();
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return count("recovery done") == 2; })) << refusing.Log();
+  stub = refusing.stub();
+  const grpc::Status got = GetTimer(*stub, "rec", "twice", &twice);
+  ASSERT_TRUE(got.ok()) << got.error_message() << "\n" << refusing.Log();
+  EXPECT_EQ(ToNs(twice.deadline()), later);
+  EXPECT_NE(refusing.Log().find("deleted once the disk has room"), std::string::npos) << refusing.Log();
+  EXPECT_EQ(StartTtl(*stub, "rec", "refused", milliseconds(3'600'000)).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Space returns: the shard's next round (a retry every 100 ms, even without a command) writes the repair.
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=1g"), 0);
+  EXPECT_TRUE(WaitFor([&] { return refusing.Log().find("writing the 1 repairs") != std::string::npos; }))
+      << refusing.Log();
+  EXPECT_TRUE(StartTtl(*stub, "rec", "after", milliseconds(3'600'000)).ok());
+  stub.reset();
+  refusing.Kill();
+  EXPECT_EQ(StoredDeadlinesOf(data, key), std::vector<int64_t>{later});
+}
+
+}  // namespace
+}  // namespace lawn::testing
