@@ -1,7 +1,6 @@
 // Durability with the real lawnd and RocksDB: restarts after kill -9 keep pending timers and undelivered
 // expirations, downtime fires late timers at once, and the free-space guard refuses writes on a full disk
 // without losing anything acknowledged.
-#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -236,15 +235,10 @@ TEST(DurabilityTest, CheckpointIsARestorableBackup) {
 // round headroom free), and so are checkpoints; lawnd stays up; after the disk grows, writes work and
 // every acknowledged timer is still there, also after a restart.
 TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
   TempDir dir;
   const std::string mnt = dir.path() + "/small";
-  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
-  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mnt};
+  SmallTmpfs disk(mnt, "160m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
   // A small write buffer: RocksDB preallocates each WAL file at ~0.55x write_buffer_bytes, which the default
   // (256 MiB) would take most of this disk for.
   const std::string config =
@@ -291,7 +285,7 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
     EXPECT_FALSE(std::filesystem::exists(mnt + "/data/checkpoints/on-full-disk"));
   }
   // Space returns.
-  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
+  ASSERT_TRUE(disk.Resize("512m"));
   ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub, "full", "after", milliseconds(3'600'000)).ok(); }));
   for (const std::string& id : acked) ASSERT_TRUE(GetTimer(*stub, "full", id, &t).ok()) << id;
   lawnd.Kill();

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -309,6 +313,27 @@ int MetricsPortFromLog(const std::string& log) {
   std::smatch m;
   if (!std::regex_search(log, m, std::regex(R"(metrics on http://[^:]+:(\d+)/metrics)"))) return 0;
   return std::stoi(m[1]);
+}
+
+SmallTmpfs::SmallTmpfs(std::string path, const std::string& size) : path_(std::move(path)) {
+  if (geteuid() != 0) {
+    why_ = "mounting a tmpfs needs root";
+    return;
+  }
+  if (mkdir(path_.c_str(), 0755) != 0 && errno != EEXIST) {
+    why_ = "cannot create " + path_;
+    return;
+  }
+  mounted_ = mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  if (!mounted_) why_ = "cannot mount a tmpfs here";
+}
+
+SmallTmpfs::~SmallTmpfs() {
+  if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+}
+
+bool SmallTmpfs::Resize(const std::string& size) {
+  return mounted_ && mount("tmpfs", path_.c_str(), "tmpfs", MS_REMOUNT, ("size=" + size).c_str()) == 0;
 }
 
 }  // namespace lawn::testing

@@ -118,6 +118,26 @@ class RefusingPort {
 // Writes `text` to `path` (e.g. a lawn.yaml for --config); returns `path`.
 std::string WriteFile(const std::string& path, const std::string& text);
 
+// A tmpfs of `size` ("160m") mounted at `path` (created), for tests of a disk that really fills; lazily
+// unmounted on destruction. Mounting needs root (as in CI): when it fails, mounted() is false and why()
+// says why, for GTEST_SKIP.
+class SmallTmpfs {
+ public:
+  SmallTmpfs(std::string path, const std::string& size);
+  ~SmallTmpfs();
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+  // Grows (or shrinks) the mounted tmpfs to `size`; whether it worked.
+  bool Resize(const std::string& size);
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+  std::string why_;
+};
+
 // Polls `pred` every 10 ms until it holds or `timeout` passes: waits for an observable state instead of
 // sleeping. Returns whether it held.
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(15));

@@ -1,10 +1,6 @@
 // An ack while the disk is below the free-space guard: lawnd stays healthy (the ack's delete is not written
 // then, so at worst the expiration is redelivered after a restart) and nothing is put into the failed state.
 // Needs root for a small tmpfs, as in CI.
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <random>
 #include <string>
 
@@ -18,15 +14,10 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
   TempDir dir;
   const std::string mnt = dir.path() + "/small";
-  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
-  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mnt};
+  SmallTmpfs disk(mnt, "160m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
   // A small write buffer: RocksDB preallocates each WAL file at ~0.55x write_buffer_bytes, which the default
   // (256 MiB) would take most of this disk for.
   const std::string config =
@@ -70,7 +61,7 @@ TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
   EXPECT_EQ(lawnd.HealthStatus(""), LawndProcess::kServing);
   EXPECT_EQ(lawnd.Log().find("storage write failed"), std::string::npos) << lawnd.Log();
   // Space returns: writes work again.
-  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=512m"), 0);
+  ASSERT_TRUE(disk.Resize("512m"));
   EXPECT_TRUE(WaitFor([&] { return StartTtl(*stub, "fill", "after", milliseconds(3'600'000)).ok(); }));
 }
 

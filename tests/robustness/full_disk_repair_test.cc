@@ -1,10 +1,6 @@
 // Recovery's repair of the store (a key stored under two deadlines: storage/FORMAT.md) when lawnd starts
 // below the free-space guard: the repair waits for the first round the guard admits, and is written then,
 // before anything else. Needs root for a small tmpfs, as in CI.
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <memory>
 #include <random>
@@ -41,15 +37,10 @@ std::vector<int64_t> StoredDeadlinesOf(const std::string& data_dir, const std::s
 }
 
 TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRound) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
   TempDir dir;
   const std::string mnt = dir.path() + "/small";
-  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
-  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=160m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mnt};
+  SmallTmpfs disk(mnt, "160m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
   const std::string data = mnt + "/data";
   const std::string config =
       WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n");
@@ -101,7 +92,7 @@ TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRoun
   EXPECT_EQ(StartTtl(*stub, "rec", "refused", milliseconds(3'600'000)).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
   // Space returns: the shard's next round (a retry every 100 ms, even without a command) writes the repair.
-  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=1g"), 0);
+  ASSERT_TRUE(disk.Resize("1g"));
   EXPECT_TRUE(WaitFor([&] { return refusing.Log().find("writing the 1 repairs") != std::string::npos; }))
       << refusing.Log();
   EXPECT_TRUE(StartTtl(*stub, "rec", "after", milliseconds(3'600'000)).ok());
