@@ -229,15 +229,17 @@ absl::Status Shard::Delete(std::string_view id, TimerVisitor on_deleted) {
 }
 
 absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns) {
-  return Reschedule(id, when, now_ns, [](const TimerView&) {});
+  return Reschedule(id, when, now_ns, [](const TimerView&, uint64_t) {});
 }
 
-absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns, TimerVisitor on_rescheduled) {
+absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns,
+                               RescheduleVisitor on_rescheduled) {
   if (when.kind == When::Kind::kTtl && when.value_ns == 0) return absl::InvalidArgumentError("ttl must be > 0");
   const TimerRef ref = Find(id);
   if (ref == kNoTimer) return absl::NotFoundError("no pending timer '" + std::string(id) + "'");
   Unfile(ref);
   TimerRecord& r = pool_[ref];
+  const uint64_t previous_deadline_ns = r.deadline_ns;
   if (when.kind == When::Kind::kTtl) {
     r.ttl_ns = when.value_ns;
     r.deadline_ns = SaturatingAdd(now_ns, when.value_ns);
@@ -246,7 +248,7 @@ absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns, 
     r.ttl_ns = r.deadline_ns > now_ns ? r.deadline_ns - now_ns : 0;
   }
   File(ref, when.kind == When::Kind::kTtl);
-  on_rescheduled(ViewOf(ref));
+  on_rescheduled(ViewOf(ref), previous_deadline_ns);
   return absl::OkStatus();
 }
 

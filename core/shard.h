@@ -161,8 +161,10 @@ class Shard {
   absl::Status Delete(std::string_view id, TimerVisitor on_deleted);
 
   // Moves a pending timer to a new deadline (ttl from now, or absolute); keeps payload and interval.
-  // NOT_FOUND if there is none; INVALID_ARGUMENT for a zero ttl.
-  absl::Status Reschedule(std::string_view id, When when, uint64_t now_ns, TimerVisitor on_rescheduled);
+  // NOT_FOUND if there is none; INVALID_ARGUMENT for a zero ttl. `on_rescheduled` sees the moved timer and
+  // the deadline it had (a store keyed by deadline deletes the old record by it, without a second lookup).
+  using RescheduleVisitor = absl::FunctionRef<void(const TimerView&, uint64_t previous_deadline_ns)>;
+  absl::Status Reschedule(std::string_view id, When when, uint64_t now_ns, RescheduleVisitor on_rescheduled);
   absl::Status Reschedule(std::string_view id, When when, uint64_t now_ns);
 
   // Looks a timer up; the view is valid until the next mutating call.

@@ -147,11 +147,7 @@ void StartCommand::Apply(ShardContext& ctx) {
     spec.replace = op.replace;
     // A replaced timer's record is stored under its own deadline: the replacement deletes it.
     std::optional<int64_t> replaced_deadline;
-    if (op.replace && ctx.batch() != nullptr) {
-      if (std::optional<TimerView> old = ctx.shard().Get(op.key)) {
-        replaced_deadline = runtime.time().ToWall(old->deadline_ns);
-      }
-    }
+    if (exists && ctx.batch() != nullptr) replaced_deadline = runtime.time().ToWall(existing->deadline_ns);
     op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
       // The view splits the id at its namespace (core's groups); op.key is the whole of it.
       const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
@@ -243,16 +239,10 @@ void KeyCommand::Apply(ShardContext& ctx) {
     case Kind::kReschedule: {
       const When when = WhenOf(runtime, by_ttl_, ttl_ns_, deadline_unix_ns_);
       // The record moves with the deadline (storage/FORMAT.md): the old one is deleted by its deadline.
-      std::optional<int64_t> old_deadline;
-      if (ctx.batch() != nullptr) {
-        if (std::optional<TimerView> old = shard.Get(key_)) {
-          old_deadline = runtime.time().ToWall(old->deadline_ns);
-        }
-      }
-      status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t) {
+      status_ = shard.Reschedule(key_, when, ctx.now_mono_ns(), [&](const TimerView& t, uint64_t previous) {
         fill(t);
         if (StoreBatch* batch = ctx.batch()) {
-          if (old_deadline) batch->DeleteTimer(key_, *old_deadline);
+          batch->DeleteTimer(key_, runtime.time().ToWall(previous));
           batch->PutTimer(key_, runtime.time().ToWall(t.deadline_ns), t.ttl_ns, t.interval_ns, t.payload);
         }
       });

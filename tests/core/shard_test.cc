@@ -190,9 +190,10 @@ TEST(ShardTest, RescheduleKeepsPayloadAndInterval) {
   bool called = false;
   ASSERT_TRUE(shard
                   .Reschedule("a", When::At(kT0 + 3 * kSec), kT0,
-                              [&](const TimerView& v) {
+                              [&](const TimerView& v, uint64_t previous_deadline_ns) {
                                 called = true;
                                 EXPECT_EQ(v.deadline_ns, kT0 + 3 * kSec);
+                                EXPECT_EQ(previous_deadline_ns, kT0 + kSec);
                               })
                   .ok());
   EXPECT_TRUE(called);

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <random>
 #include <set>
 #include <string>
 
@@ -247,21 +246,7 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   lawnd.Start();
   auto stub = lawnd.stub();
   std::vector<std::string> acked;
-  grpc::Status refused;
-  // Incompressible payloads: the disk must really fill (RocksDB compresses SSTs).
-  std::mt19937_64 rng(1);
-  std::string payload(60'000, '\0');
-  for (int i = 0; i < 5000; ++i) {
-    for (char& c : payload) c = static_cast<char>(rng());
-    const std::string id = "big" + std::to_string(i);
-    grpc::Status s = StartTtl(*stub, "full", id, milliseconds(3'600'000), nullptr, payload);
-    if (s.ok()) {
-      acked.push_back(id);
-    } else {
-      refused = s;
-      break;
-    }
-  }
+  const grpc::Status refused = FillUntilRefused(*stub, "full", 1, &acked);
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   EXPECT_NE(refused.error_message().find("min_free_disk_bytes"), std::string::npos) << refused.error_message();
   EXPECT_NE(refused.error_message().find("write_buffer_bytes"), std::string::npos) << refused.error_message();

@@ -14,7 +14,6 @@
 #include "client/lawn_client.h"
 #include "gtest/gtest.h"
 #include "storage/record_coding.h"
-#include "storage/rocksdb_timer_store.h"
 #include "tests/integration/lawnd_process.h"
 #include "tests/integration/test_client.h"
 #include "tests/testing/raw_rocksdb.h"
@@ -27,21 +26,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 std::string KeyOf(const std::string& ns, const std::string& id) { return ns + std::string(1, '\0') + id; }
-
-// Every stored timer record of the store in `data_dir`: key -> the deadlines it is stored under.
-std::map<std::string, std::vector<int64_t>> StoredDeadlines(const std::string& data_dir) {
-  RocksDbStoreOptions options;
-  options.path = data_dir;
-  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
-  EXPECT_TRUE(store.ok()) << store.status();
-  std::map<std::string, std::vector<int64_t>> stored;
-  if (!store.ok()) return stored;
-  absl::Status s = (*store)->Recover(
-      [&](const StoredTimer& t) { stored[std::string(t.key)].push_back(t.deadline_unix_ns); },
-      [](const StoredExpiration&) {});
-  EXPECT_TRUE(s.ok()) << s;
-  return stored;
-}
 
 TEST(StoredRecordsTest, EachPendingTimerHasOneRecordAtTheDeadlineLawndAnswered) {
   TempDir dir;
@@ -78,7 +62,9 @@ TEST(StoredRecordsTest, EachPendingTimerHasOneRecordAtTheDeadlineLawndAnswered) 
   stub.reset();
   lawnd.Kill();
 
-  const std::map<std::string, std::vector<int64_t>> stored = StoredDeadlines(data);
+  absl::StatusOr<std::map<std::string, std::vector<int64_t>>> read = StoredDeadlinesForTest(data);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const std::map<std::string, std::vector<int64_t>>& stored = *read;
   ASSERT_EQ(stored.size(), 4u) << "pending: moved, moved-back, replaced, recurring";
   for (const auto& [key, deadlines] : stored) EXPECT_EQ(deadlines.size(), 1u) << "records of " << key;
   EXPECT_EQ(stored.at(KeyOf("rec", "moved")), std::vector<int64_t>{ToNs(moved->deadline())});
@@ -140,8 +126,9 @@ TEST(StoredRecordsTest, RecoveryRepairsATimerStoredTwiceAndOneWithoutAMonotonicD
   stub.reset();
   lawnd.Kill();
 
-  const std::map<std::string, std::vector<int64_t>> stored = StoredDeadlines(data);
-  EXPECT_EQ(stored, (std::map<std::string, std::vector<int64_t>>{{KeyOf("rec", "twice"), {later}}}));
+  absl::StatusOr<std::map<std::string, std::vector<int64_t>>> stored = StoredDeadlinesForTest(data);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(*stored, (std::map<std::string, std::vector<int64_t>>{{KeyOf("rec", "twice"), {later}}}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tests/integration/test_client.h"
 
 #include <algorithm>
+#include <random>
 
 #include "gtest/gtest.h"
 
@@ -47,6 +48,20 @@ grpc::Status Call(v1::TimerService::Stub& stub, const v1::StartTimerRequest& req
 grpc::Status StartTtl(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id,
                       std::chrono::milliseconds ttl, v1::Timer* out, const std::string& payload) {
   return Call(stub, TtlRequest(ns, id, ttl, payload), out);
+}
+
+grpc::Status FillUntilRefused(v1::TimerService::Stub& stub, const std::string& ns, uint64_t seed,
+                              std::vector<std::string>* taken) {
+  std::mt19937_64 rng(seed);
+  std::string payload(60'000, '\0');
+  grpc::Status status;
+  for (int i = 0; i < 5000 && status.ok(); ++i) {
+    for (char& c : payload) c = static_cast<char>(rng());
+    const std::string id = "big" + std::to_string(i);
+    status = StartTtl(stub, ns, id, std::chrono::hours(1), nullptr, payload);
+    if (status.ok() && taken != nullptr) taken->push_back(id);
+  }
+  return status;
 }
 
 void SetTimestampNs(int64_t ns, google::protobuf::Timestamp* out) {

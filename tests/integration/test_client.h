@@ -25,6 +25,11 @@ v1::StartTimerRequest TtlRequest(const std::string& ns, const std::string& id, s
 grpc::Status StartTtl(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id,
                       std::chrono::milliseconds ttl, v1::Timer* out = nullptr, const std::string& payload = "");
 grpc::Status Call(v1::TimerService::Stub& stub, const v1::StartTimerRequest& request, v1::Timer* out = nullptr);
+// Starts timers of 60,000 random (incompressible: RocksDB compresses SSTs) bytes, an hour out, in namespace
+// `ns` until lawnd refuses one or 5000 were taken; returns the last answer (RESOURCE_EXHAUSTED once a small
+// disk's free-space guard refuses) and adds the ids taken to `taken` if given. For the full-disk tests.
+grpc::Status FillUntilRefused(v1::TimerService::Stub& stub, const std::string& ns, uint64_t seed,
+                              std::vector<std::string>* taken = nullptr);
 
 // A request starting a timer at the absolute wall-clock `deadline_ns` (may be negative: before 1970).
 v1::StartTimerRequest DeadlineRequest(const std::string& ns, const std::string& id, int64_t deadline_ns,

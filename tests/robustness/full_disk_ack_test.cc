@@ -1,7 +1,6 @@
 // An ack while the disk is below the free-space guard: lawnd stays healthy (the ack's delete is not written
 // then, so at worst the expiration is redelivered after a restart) and nothing is put into the failed state.
 // Needs root for a small tmpfs, as in CI.
-#include <random>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -32,14 +31,8 @@ TEST(FullDiskAckTest, AckBelowTheFreeSpaceGuardDoesNotFailTheStore) {
     v1::GetStatsResponse resp;
     return stub->GetStats(&ctx, v1::GetStatsRequest(), &resp).ok() && resp.outbox() == 1;
   }));
-  // Fill the disk until the guard refuses (incompressible payloads).
-  std::mt19937_64 rng(2);
-  std::string payload(60'000, '\0');
-  grpc::Status refused;
-  for (int i = 0; i < 5000 && refused.ok(); ++i) {
-    for (char& c : payload) c = static_cast<char>(rng());
-    refused = StartTtl(*stub, "fill", "big" + std::to_string(i), milliseconds(3'600'000), nullptr, payload);
-  }
+  // Fill the disk until the guard refuses.
+  const grpc::Status refused = FillUntilRefused(*stub, "fill", 2);
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   // Now ack the waiting expiration. Its round is checked with 32 MiB of headroom (kRoundHeadroomBytes), so it
   // stays below the guard even when RocksDB's background work frees a few MiB meanwhile.

@@ -2,14 +2,13 @@
 // below the free-space guard: the repair waits for the first round the guard admits, and is written then,
 // before anything else. Needs root for a small tmpfs, as in CI.
 #include <csignal>
+#include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "storage/record_coding.h"
-#include "storage/rocksdb_timer_store.h"
 #include "tests/integration/lawnd_process.h"
 #include "tests/integration/test_client.h"
 #include "tests/testing/raw_rocksdb.h"
@@ -18,23 +17,6 @@ namespace lawn::testing {
 namespace {
 
 using std::chrono::milliseconds;
-
-// The deadlines the store holds for `key`.
-std::vector<int64_t> StoredDeadlinesOf(const std::string& data_dir, const std::string& key) {
-  RocksDbStoreOptions options;
-  options.path = data_dir;
-  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
-  EXPECT_TRUE(store.ok()) << store.status();
-  std::vector<int64_t> deadlines;
-  if (!store.ok()) return deadlines;
-  absl::Status s = (*store)->Recover(
-      [&](const StoredTimer& t) {
-        if (t.key == key) deadlines.push_back(t.deadline_unix_ns);
-      },
-      [](const StoredExpiration&) {});
-  EXPECT_TRUE(s.ok()) << s;
-  return deadlines;
-}
 
 TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRound) {
   TempDir dir;
@@ -51,14 +33,8 @@ TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRoun
   v1::Timer twice;
   ASSERT_TRUE(GetTimer(*stub, "rec", "twice", &twice).ok());
   const int64_t later = ToNs(twice.deadline());
-  // Fill the disk until the guard refuses (incompressible payloads).
-  std::mt19937_64 rng(3);
-  std::string payload(60'000, '\0');
-  grpc::Status refused;
-  for (int i = 0; i < 5000 && refused.ok(); ++i) {
-    for (char& c : payload) c = static_cast<char>(rng());
-    refused = StartTtl(*stub, "fill", "big" + std::to_string(i), milliseconds(3'600'000), nullptr, payload);
-  }
+  // Fill the disk until the guard refuses.
+  const grpc::Status refused = FillUntilRefused(*stub, "fill", 3);
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   stub.reset();
   ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
@@ -98,7 +74,9 @@ TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRoun
   EXPECT_TRUE(StartTtl(*stub, "rec", "after", milliseconds(3'600'000)).ok());
   stub.reset();
   refusing.Kill();
-  EXPECT_EQ(StoredDeadlinesOf(data, key), std::vector<int64_t>{later});
+  absl::StatusOr<std::map<std::string, std::vector<int64_t>>> stored = StoredDeadlinesForTest(data);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ((*stored)[key], std::vector<int64_t>{later});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tests/testing/raw_rocksdb.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -8,6 +9,7 @@
 
 #include "rocksdb/db.h"
 #include "storage/record_coding.h"
+#include "storage/rocksdb_timer_store.h"
 
 namespace lawn {
 
@@ -57,6 +59,19 @@ std::vector<std::string> ColumnFamiliesForTest(const std::string& path) {
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
   if (!s.ok()) names.clear();
   return names;
+}
+
+absl::StatusOr<std::map<std::string, std::vector<int64_t>>> StoredDeadlinesForTest(const std::string& path) {
+  RocksDbStoreOptions options;
+  options.path = path;
+  absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+  if (!store.ok()) return store.status();
+  std::map<std::string, std::vector<int64_t>> stored;
+  absl::Status s = (*store)->Recover(
+      [&](const StoredTimer& t) { stored[std::string(t.key)].push_back(t.deadline_unix_ns); },
+      [](const StoredExpiration&) {});
+  if (!s.ok()) return s;
+  return stored;
 }
 
 }  // namespace lawn

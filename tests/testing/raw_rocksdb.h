@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace lawn {
 
@@ -25,5 +27,10 @@ std::string StoredTimerKeyForTest(int64_t deadline_unix_ns, std::string_view key
 
 // The names of the column families of the database at `path`, as RocksDB lists them.
 std::vector<std::string> ColumnFamiliesForTest(const std::string& path);
+
+// Every timer record of the store at `path`, read back by RocksDbTimerStore's own recovery: key -> the
+// deadlines (unix ns) it is stored under, in the order read. REQUIRES: no store is open on `path`.
+// Errors: the store's open or recovery status.
+absl::StatusOr<std::map<std::string, std::vector<int64_t>>> StoredDeadlinesForTest(const std::string& path);
 
 }  // namespace lawn
