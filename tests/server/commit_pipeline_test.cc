@@ -179,6 +179,25 @@ class CommitPipelineTest : public PipelineTest {
 class TwoShardPipelineTest : public PipelineTest {
  protected:
   TwoShardPipelineTest() : PipelineTest(Durability::kSync, 2) {}
+
+  struct Rounds {
+    std::shared_ptr<PutState> first, zero, one;
+  };
+  // Shard 0's round `first` (one record) is held in its write; meanwhile both workers apply a heavy command
+  // at once (`zero`: `records` records on shard 0, `one`: `records` + 1 on shard 1). Shard 1 hands its round
+  // over and sleeps; shard 0 can hand its over only when `first` comes back. Returns with the write held.
+  Rounds HoldAWriteAndApplyOnBothShards(size_t records) {
+    Rounds r;
+    store_->HoldNextWrite();
+    r.first = Put(*runtime_, std::string("ns\0a", 4));
+    store_->WaitUntilHeld();
+    r.zero = Put(*runtime_, std::string("ns\0b", 4), kHeavy, records, /*shard=*/0);
+    r.one = Put(*runtime_, std::string("ns\0c", 4), kHeavy, records + 1, /*shard=*/1);
+    r.zero->applied.WaitForNotification();
+    r.one->applied.WaitForNotification();
+    WaitUntilWorkerSleeps(1);
+    return r;
+  }
 };
 
 // `interval` durability: rounds need no fsync.
@@ -296,19 +315,9 @@ TEST_F(UnsyncedPipelineTest, ASmallRoundWaitsForTheRoundBeingWrittenAndIsWritten
 
 TEST_F(TwoShardPipelineTest, RoundsOfBothShardsHandedOverDuringAWriteAreWrittenTogetherWithOneSync) {
   const uint64_t syncs = store_->inner.sync_count();
-  store_->HoldNextWrite();
-  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
-  store_->WaitUntilHeld();
-  // Both workers apply at once (heavy commands) while round 1 is being written. Shard 1 hands its round over
-  // and sleeps; shard 0 hands its over when round 1 comes back, and the stage waits for it (the write it
-  // waits on took 100 ms and more, which bounds the wait).
-  std::shared_ptr<PutState> zero = Put(*runtime_, std::string("ns\0b", 4), kHeavy, 2, /*shard=*/0);
-  std::shared_ptr<PutState> one = Put(*runtime_, std::string("ns\0c", 4), kHeavy, 3, /*shard=*/1);
-  zero->applied.WaitForNotification();
-  one->applied.WaitForNotification();
-  WaitUntilWorkerSleeps(1);
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(100));  // Round 1's write: a bound of 100 ms at least.
+  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(2);
+  // The stage waits for shard 0 after `first` for as long as that write took: 100 ms and more.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(zero->Done());
   EXPECT_FALSE(one->Done());
   store_->Release();
@@ -325,16 +334,9 @@ TEST_F(TwoShardPipelineTest, RoundsOfBothShardsHandedOverDuringAWriteAreWrittenT
 
 TEST_F(TwoShardPipelineTest, AFailedWriteOfBothShardsRoundsFailsBothAndTheStoreStops) {
   store_->FailWritesAfter(1);
-  store_->HoldNextWrite();
-  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
-  store_->WaitUntilHeld();
-  std::shared_ptr<PutState> zero = Put(*runtime_, std::string("ns\0b", 4), kHeavy, 1, /*shard=*/0);
-  std::shared_ptr<PutState> one = Put(*runtime_, std::string("ns\0c", 4), kHeavy, 1, /*shard=*/1);
-  zero->applied.WaitForNotification();
-  one->applied.WaitForNotification();
-  WaitUntilWorkerSleeps(1);
+  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(1);
   std::this_thread::sleep_for(
-      std::chrono::milliseconds(100));  // Round 1's write: a bound of 100 ms at least.
+      std::chrono::milliseconds(100));  // As above: the stage's wait is 100 ms and more.
   store_->Release();
   EXPECT_TRUE(first->WaitDone().ok());
   const absl::Status a = zero->WaitDone();
@@ -343,20 +345,13 @@ TEST_F(TwoShardPipelineTest, AFailedWriteOfBothShardsRoundsFailsBothAndTheStoreS
   EXPECT_NE(b.message().find("disk gone"), std::string::npos) << b;
   const auto log = store_->write_log();
   ASSERT_EQ(log.size(), 2u);
-  EXPECT_EQ(log[1].second, 2u) << "one write for both rounds";
+  EXPECT_EQ(log[1].second, 3u) << "one write for both rounds";
   EXPECT_TRUE(runtime_->write_failed());
   EXPECT_EQ(store_->inner.timer_count(), 1u);
 }
 
 TEST_F(TwoShardPipelineTest, StoppingWhileAWriteIsHeldAnswersEveryRoundOfBothShards) {
-  store_->HoldNextWrite();
-  std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
-  store_->WaitUntilHeld();
-  std::shared_ptr<PutState> zero = Put(*runtime_, std::string("ns\0b", 4), kHeavy, 1, /*shard=*/0);
-  std::shared_ptr<PutState> one = Put(*runtime_, std::string("ns\0c", 4), kHeavy, 1, /*shard=*/1);
-  zero->applied.WaitForNotification();
-  one->applied.WaitForNotification();
-  WaitUntilWorkerSleeps(1);
+  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(1);
   std::thread stopper([&] { runtime_->Stop(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   store_->Release();
@@ -364,7 +359,7 @@ TEST_F(TwoShardPipelineTest, StoppingWhileAWriteIsHeldAnswersEveryRoundOfBothSha
   EXPECT_TRUE(first->Done());
   EXPECT_TRUE(zero->Done());
   EXPECT_TRUE(one->Done());
-  EXPECT_EQ(store_->inner.timer_count(), 3u);
+  EXPECT_EQ(store_->inner.timer_count(), 4u);
 }
 
 TEST_F(UnsyncedPipelineTest, AFailedWriteOnTheWorkerFailsItsRoundAndStopsLaterWrites) {
