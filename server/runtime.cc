@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/hash/hash.h"
-#include "server/commit_stage.h"
 #include "server/partition_gate.h"
 #include "server/shard_worker.h"
 #include "server/worker_commands.h"
@@ -72,13 +71,8 @@ absl::Status Runtime::Start() {
   shard_options.ordered_index = true;  // ListTimers reads ranges of it.
   shard_options.id_groups = true;      // Keys are namespace \0 id: a namespace is kept once per shard.
   const SyncMode mode = options_.durability == Durability::kSync ? SyncMode::kSync : SyncMode::kNoSync;
-  if (store_ != nullptr) {
-    commit_stage_ = std::make_unique<CommitStage>(*this, *store_, mode);
-    commit_stage_->Start();
-  }
   for (uint32_t i = 0; i < options_.shards; ++i) {
-    workers_.push_back(
-        std::make_unique<ShardWorker>(i, shard_options, *this, store_.get(), commit_stage_.get()));
+    workers_.push_back(std::make_unique<ShardWorker>(i, shard_options, *this, store_.get(), mode));
   }
   for (auto& w : workers_) w->Start();
   started_ = true;
@@ -223,7 +217,6 @@ void Runtime::Stop() {
   stop_cv_.notify_all();
   if (background_thread_.joinable()) background_thread_.join();
   for (auto& w : workers_) w->Stop();
-  if (commit_stage_ != nullptr) commit_stage_->Stop();  // The workers have drained their rounds.
   if (store_ != nullptr) {
     absl::Status synced = store_->Sync();
     if (!synced.ok()) spdlog::error("final store sync failed: {}", synced.ToString());

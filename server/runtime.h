@@ -35,7 +35,6 @@
 
 namespace lawn {
 
-class CommitStage;
 class PartitionGate;
 class ShardWorker;
 
@@ -105,7 +104,7 @@ class Runtime {
   // Asks every shard to offer the timers it holds for `ns` again, if some are held and the outbox has room.
   void MaybeReleaseHeld(NamespaceState* ns);
   // Changes every shard's tick (`tick_ns` in 1us..1s, checked by the caller); calls `done` with the previous
-  // tick (on a worker thread) once every shard runs on the new one.
+  // tick (on a worker or commit thread) once every shard runs on the new one.
   void SetTick(uint64_t tick_ns, std::function<void(uint64_t previous)> done);
   uint64_t tick_ns() const { return tick_ns_.load(std::memory_order_relaxed); }
 
@@ -140,7 +139,6 @@ class Runtime {
   std::unique_ptr<TimerStore> store_;
   Metrics* const metrics_;
   Namespaces namespaces_;
-  std::unique_ptr<CommitStage> commit_stage_;  // With a store: writes the workers' rounds.
   std::vector<std::unique_ptr<ShardWorker>> workers_;
   std::function<bool()> fence_;  // Set before Start, read-only after.
   const PartitionGate* gate_ = nullptr;  // Set before Start, read-only after.

@@ -1,9 +1,8 @@
 // ShardRound: what a shard worker has applied to memory and must still write, answer and publish.
 //
 // A round passes from the worker thread (which fills it while applying commands and firing timers) to the
-// commit stage (which writes its batch, with the other shards' rounds) and back to the worker (which calls
-// Done on its commands and publishes its expirations), unless the worker commits it itself (memory
-// durability, or a small round that needs no fsync).
+// shard's commit thread (which writes its batch, calls Done on its commands and publishes its expirations),
+// unless the worker commits it itself (memory durability, or a small round that needs no fsync).
 // Each worker owns two rounds and swaps them, so filling one never allocates once both have grown.
 //
 // Thread-safety: none; a round belongs to one thread at a time, handed over under the worker's mutex.

@@ -18,7 +18,7 @@ constexpr uint64_t kBlockedRetryNs = 100'000'000;
 // Bytes a round may write beyond what the guard admits up front (several max-size requests). Checked before
 // the round changes memory, so the write itself is refused by the guard only in a narrow, fatal band.
 constexpr uint64_t kRoundHeadroomBytes = uint64_t{32} << 20;
-// While a round is at the commit stage the worker keeps adding to the open round, up to these bounds; then it
+// While the commit thread is busy the worker keeps adding to the open round, up to these bounds; then it
 // waits, so the command queue (and the backpressure read from it) fills instead. Small bounds keep the
 // firings of a round from waiting behind a long write (a 2 MiB batch is a few ms of RocksDB inserts), and a
 // round well inside kRoundHeadroomBytes.
@@ -37,11 +37,11 @@ constexpr uint64_t kOrderDropEveryNs = 10'000'000'000;
 }  // namespace
 
 ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& runtime, TimerStore* store,
-                         CommitStage* stage)
+                         SyncMode sync_mode)
     : index_(index),
       runtime_(runtime),
       store_(store),
-      stage_(stage),
+      sync_mode_(sync_mode),
       late_after_ns_(std::max<uint64_t>(kLateAfterNs, options.tick_ns)),
       shard_(options),
       open_(std::make_unique<ShardRound>()),
@@ -50,7 +50,10 @@ ShardWorker::ShardWorker(uint32_t index, const ShardOptions& options, Runtime& r
 ShardWorker::~ShardWorker() { Stop(); }
 
 void ShardWorker::Start() {
-  if (store_ != nullptr) spare_ = std::make_unique<ShardRound>();
+  if (store_ != nullptr) {
+    spare_ = std::make_unique<ShardRound>();
+    commit_thread_ = std::thread([this] { CommitLoop(); });
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -62,8 +65,8 @@ void ShardWorker::Submit(std::unique_ptr<ShardCommand> command) {
     queue_.push_back(std::move(command));
     queued_.store(queue_.size(), std::memory_order_relaxed);
     queued_ops_ += command_ops;
-    // While a round is being committed, small commands wait for its end, when the stage wakes the worker
-    // anyway: one wake-up for all of them instead of one each (a thread hand-off costs several us of
+    // While a round is being committed, small commands wait for its end, when the commit thread wakes the
+    // worker anyway: one wake-up for all of them instead of one each (a thread hand-off costs several us of
     // CPU). None could be answered before that round's end; they are answered later only by the time it
     // takes to apply them. Enough work (a StartTimers batch) wakes the worker at once, to apply it while the
     // write goes on.
@@ -94,7 +97,7 @@ void ShardWorker::Stop() {
     stopping_ = true;
   }
   cv_.notify_one();
-  // The worker drains its rounds at the commit stage before it returns.
+  // The worker drains and ends the commit thread before it returns.
   if (thread_.joinable()) thread_.join();
 }
 
@@ -132,15 +135,13 @@ void ShardWorker::Run() {
     {
       std::unique_lock lock(mu_);
       while (true) {
-        // A written round is answered at once; a round applied meanwhile goes over as soon as the stage has
-        // given the one before back.
-        if (written_ != nullptr) break;
+        // A round applied while the commit thread was busy goes over as soon as it is free.
         if (!open_->empty() && !commit_busy_) break;
         full = OpenRoundFull();
         if (stopping_ || (!full && (!queue_.empty() || !deferred_.empty()))) break;
         sleeping_ = true;
         if (full) {
-          // Take nothing more until the stage gives the round before back; it wakes us.
+          // Take nothing more until the commit thread is done with the round before; it wakes us.
           cv_.wait(lock);
           sleeping_ = false;
           continue;
@@ -175,7 +176,6 @@ void ShardWorker::Run() {
         queued_ops_ = 0;
       }
     }
-    const bool collected = CollectWritten();
     last_round_ = stop;  // The last round finishes every deferred command.
     if (!commands.empty() || !deferred_.empty() || (!stop && !full)) {
       Apply(commands, /*expire=*/!stop && !full);
@@ -184,9 +184,8 @@ void ShardWorker::Run() {
     if (store_ == nullptr || CommitHere()) {
       Commit(*open_);
       open_->Clear();
-      if (store_ != nullptr) Report(collected, false);
     } else {
-      Report(collected, TryHandOff());
+      TryHandOff();
     }
     if (stop) {
       DrainCommits();

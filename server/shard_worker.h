@@ -6,20 +6,18 @@
 // group-commits: its storage operations become one write (one fsync in `sync` durability) before any of its
 // commands is answered or any of its expirations is handed to the outbox.
 //
-// With a store, rounds are written by the runtime's commit stage (server/commit_stage.h, one thread for all
-// shards), a pipeline of depth one per shard: while the stage writes and syncs round N, the worker goes on
-// applying commands and firing timers into round N+1, which it hands over as soon as it has answered round N
-// (the stage gives a written round back to its worker, which answers its commands and publishes its
-// expirations). Small commands that arrive during N's write do not wake the worker: it takes them all when N
-// comes back (one thread hand-off for many; see kWakeOps). Rounds are committed in order, so every answer
-// (reads included) follows the write of everything it could have seen. A failed write fails every later round
-// too (the runtime refuses writes from then on), since those were applied on top of it. Without a store
-// (memory durability) the worker answers each round itself, and so it does with a store for a small round
-// that needs no fsync while none of its rounds is at the stage (CommitHere).
+// With a store, rounds are committed by a second thread per shard, a pipeline of depth one: while the commit
+// thread writes and syncs round N, the worker goes on applying commands and firing timers into round N+1,
+// which it hands over as soon as round N is done. Small commands that arrive during N's write do not wake the
+// worker: it takes them all when N is done (one thread hand-off for many; see kWakeOps). Rounds are committed
+// in order, so every answer (reads included) follows the write of everything it could have seen. A failed
+// write fails every later round too (the runtime refuses writes from then on), since those were applied on
+// top of it. Without a store (memory durability) the worker answers each round itself, and so it does with a
+// store for a small round that needs no fsync while the commit thread is idle (CommitHere).
 //
-// Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods, the
-// shard and the answers of a round run on the worker thread, the write of a round on the commit stage's
-// thread (or on the worker thread: CommitHere).
+// Thread-safety: Submit, EnableExpiry and Stop may be called from any thread; the ShardContext methods and
+// the shard run on the worker thread, the commit of a round on the commit thread (or on the worker thread:
+// memory durability, CommitHere).
 #pragma once
 
 #include <atomic>
@@ -33,7 +31,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "core/shard.h"
-#include "server/commit_stage.h"
 #include "server/delivery.h"
 #include "server/delivery_ids.h"
 #include "server/shard_command.h"
@@ -45,16 +42,15 @@ namespace lawn {
 
 class Runtime;
 
-class ShardWorker final : private ShardContext, private CommitSource {
+class ShardWorker final : private ShardContext {
  public:
   // A round of at most this many storage records and bytes that needs no fsync is written by the worker
   // itself: about what two thread hand-offs cost (BENCHMARKS.md section 30).
   static constexpr size_t kMaxInlineRecords = 16;
   static constexpr size_t kMaxInlineBytes = 64 << 10;
 
-  // `stage` writes the rounds that the worker does not write itself; null exactly when `store` is.
   ShardWorker(uint32_t index, const ShardOptions& options, Runtime& runtime, TimerStore* store,
-              CommitStage* stage);
+              SyncMode sync_mode);
   ShardWorker(const ShardWorker&) = delete;
   ShardWorker& operator=(const ShardWorker&) = delete;
   ~ShardWorker();
@@ -64,7 +60,7 @@ class ShardWorker final : private ShardContext, private CommitSource {
   void Submit(std::unique_ptr<ShardCommand> command);
   // Commands queued and not yet taken by the worker (approximate; for backpressure).
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
-  // Whether the worker is asleep, waiting for a command, a deadline or the commit stage. For tests.
+  // Whether the worker is asleep, waiting for a command, a deadline or the commit thread. For tests.
   bool Sleeping();
   // Runs the commands already queued, then ends the thread. Pending timers stay pending (and on disk).
   void Stop();
@@ -91,7 +87,7 @@ class ShardWorker final : private ShardContext, private CommitSource {
   uint64_t NextDeliveryId() override;
   void Defer() override { deferring_ = true; }
   size_t* order_budget() override { return &order_budget_; }
-  // Gauges of the shard and counters of a committed round (both on the worker thread).
+  // Gauges of the shard (worker thread) and counters of a committed round (the thread that committed it).
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
   // fired_at - deadline of a committed round's firings (lawn_fired_lateness_seconds), one observation call.
@@ -100,28 +96,21 @@ class ShardWorker final : private ShardContext, private CommitSource {
   void Run();
   // Applies `commands` (moved into the open round) and, with `expire`, fires what is due.
   void Apply(std::vector<std::unique_ptr<ShardCommand>>& commands, bool expire);
-  // Whether the open round has grown so large that the worker waits for the commit stage before taking more.
+  // Whether the open round has grown so large that the worker waits for the commit thread before taking more.
   bool OpenRoundFull() const;
-  // Whether the worker writes the open round itself: a small round that needs no fsync, while none of this
-  // shard's rounds is at the commit stage. Its write is a buffered WAL append and a few memtable inserts,
-  // cheaper than the two thread hand-offs of the stage (BENCHMARKS.md section 30).
+  // Whether the worker writes the open round itself: a small round that needs no fsync, while the commit
+  // thread is idle. Its write is a buffered WAL append and a few memtable inserts, cheaper than the two
+  // thread hand-offs of the commit thread (BENCHMARKS.md section 30).
   bool CommitHere();
-  // Hands the open round to the commit stage if none of this shard's is there; returns whether it did.
+  // Hands the open round to the commit thread if it is free; returns whether it did.
   bool TryHandOff();
-  // Answers the round the stage gave back, if there is one, and frees the pipeline for the next; returns
-  // whether there was one (the worker then owes the stage a Hand or an Idle: see Report).
-  bool CollectWritten();
-  // After a round came back (`collected`): tells the stage when no next round was handed over (`handed`).
-  void Report(bool collected, bool handed);
-  // Waits for the stage to give back everything handed to it, hands over the open round, waits again.
+  // The hand-over itself. REQUIRES: mu_ held, the commit thread not busy.
+  void HandOffLocked();
+  // Waits for the commit thread to finish everything handed to it, hands over the open round, waits again.
   void DrainCommits();
-  // CommitSource, called by the stage's thread.
-  std::unique_ptr<ShardRound> TakeRound() override;
-  void RoundWritten(std::unique_ptr<ShardRound> round, const absl::Status& written) override;
-  // A round's commit on the worker: write (with a store), then Answer.
+  // The commit thread's loop, and one round's commit: write, answer, publish.
+  void CommitLoop();
   void Commit(ShardRound& round);
-  // After a round's write (`written`): its commands are answered and its expirations published.
-  void Answer(ShardRound& round, const absl::Status& written);
   // Fires due timers (and held timers whose outbox has room again) into the open round.
   void Expire();
   // Reserves outbox room for a due timer, or decides to hold (one-shot) or skip (recurring) it.
@@ -132,7 +121,7 @@ class ShardWorker final : private ShardContext, private CommitSource {
   const uint32_t index_;
   Runtime& runtime_;
   TimerStore* const store_;
-  CommitStage* const stage_;
+  const SyncMode sync_mode_;
   uint64_t late_after_ns_;  // Worker thread: max(kLateAfterNs, tick).
   Shard shard_;
   std::unique_ptr<ShardRound> open_;  // Worker thread: the round being filled.
@@ -160,14 +149,16 @@ class ShardWorker final : private ShardContext, private CommitSource {
   bool stopping_ = false;                               // Guarded by mu_.
   bool expiry_enabled_ = false;                         // Guarded by mu_.
   bool expiry_blocked_ = false;                         // Worker thread only.
-  // The hand-over between worker and commit stage. The worker hands a round over only when commit_busy_ is
-  // false, so at most one round is being written while the worker fills the other.
-  std::unique_ptr<ShardRound> committing_;  // Guarded by mu_: handed over, not yet taken by the stage.
-  std::unique_ptr<ShardRound> written_;     // Guarded by mu_: given back by the stage, not yet answered.
-  absl::Status written_status_;             // Guarded by mu_: written_'s write.
-  std::unique_ptr<ShardRound> spare_;       // Worker thread: the round to fill after the next hand-over.
-  bool commit_busy_ = false;  // Guarded by mu_: from hand-over until the worker has answered that round.
+  // The hand-over between worker and commit thread. The worker hands a round over only when commit_busy_ is
+  // false, so at most one round is being committed while the worker fills the other.
+  std::condition_variable commit_cv_;
+  std::unique_ptr<ShardRound>
+      committing_;                     // Guarded by mu_: handed over, not yet taken by the commit thread.
+  std::unique_ptr<ShardRound> spare_;  // Guarded by mu_: the round the commit thread gave back.
+  bool commit_busy_ = false;           // Guarded by mu_: from hand-over until that round is committed.
+  bool commit_exit_ = false;           // Guarded by mu_.
   std::thread thread_;
+  std::thread commit_thread_;
 };
 
 }  // namespace lawn

@@ -1,6 +1,5 @@
-// ShardWorker's commit side: the hand-over of rounds to the commit stage and back, and a round's commit (one
-// storage write, then the answers, then the expirations to the outboxes). See shard_worker.h for the
-// pipeline.
+// ShardWorker's commit side: the hand-over of rounds to the commit thread, and a round's commit (one storage
+// write, then the answers, then the expirations to the outboxes). See shard_worker.h for the pipeline.
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -12,84 +11,85 @@
 
 namespace lawn {
 
+void ShardWorker::HandOffLocked() {
+  committing_ = std::move(open_);
+  open_ = std::move(spare_);  // Given back by the commit thread whenever it is not busy.
+  commit_busy_ = true;
+  commit_cv_.notify_one();
+}
+
 bool ShardWorker::CommitHere() {
   if (open_->empty() || open_->batch.count() > kMaxInlineRecords ||
       open_->batch.ByteSize() > kMaxInlineBytes) {
     return false;
   }
-  if (stage_->sync_mode() == SyncMode::kSync && open_->batch.needs_sync()) return false;
-  // Only the worker hands rounds over, so while none of its rounds is at the stage none will be until this
-  // one is written: the rounds are still written in order.
+  if (sync_mode_ == SyncMode::kSync && open_->batch.needs_sync()) return false;
+  // Only the worker hands rounds over, so an idle commit thread stays idle until this round is written: the
+  // rounds are still written in order.
   std::lock_guard lock(mu_);
   return !commit_busy_;
 }
 
 bool ShardWorker::TryHandOff() {
   if (open_->empty()) return false;
-  {
-    std::lock_guard lock(mu_);
-    if (commit_busy_) return false;
-    committing_ = std::move(open_);
-    commit_busy_ = true;
-  }
-  open_ = std::move(spare_);  // Answered and cleared by CollectWritten whenever no round is at the stage.
-  stage_->Hand(this);
-  return true;
-}
-
-bool ShardWorker::CollectWritten() {
-  std::unique_ptr<ShardRound> round;
-  absl::Status written;
-  {
-    std::lock_guard lock(mu_);
-    if (written_ == nullptr) return false;
-    round = std::move(written_);
-    written = std::move(written_status_);
-  }
-  Answer(*round, written);
-  round->Clear();
-  spare_ = std::move(round);
   std::lock_guard lock(mu_);
-  commit_busy_ = false;
+  if (commit_busy_) return false;
+  HandOffLocked();
   return true;
-}
-
-void ShardWorker::Report(bool collected, bool handed) {
-  if (collected && !handed) stage_->Idle(this);
 }
 
 void ShardWorker::DrainCommits() {
   if (store_ == nullptr) return;
+  std::unique_lock lock(mu_);
   for (int pass = 0; pass < 2; ++pass) {
+    cv_.wait(lock, [this] { return !commit_busy_; });
+    if (pass == 0 && !open_->empty()) HandOffLocked();
+  }
+  commit_exit_ = true;
+  commit_cv_.notify_one();
+  lock.unlock();
+  commit_thread_.join();
+}
+
+void ShardWorker::CommitLoop() {
+  std::unique_ptr<ShardRound> round;
+  while (true) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return !commit_busy_ || written_ != nullptr; });
+      if (round != nullptr) {
+        spare_ = std::move(round);
+        commit_busy_ = false;
+        // The worker may be waiting for this (a round to hand over, a full round, or the drain at stop).
+        cv_.notify_one();
+      }
+      commit_cv_.wait(lock, [this] { return committing_ != nullptr || commit_exit_; });
+      if (committing_ == nullptr) return;
+      round = std::move(committing_);
     }
-    const bool collected = CollectWritten();
-    Report(collected, pass == 0 && TryHandOff());
+    Commit(*round);
+    round->Clear();
   }
-}
-
-std::unique_ptr<ShardRound> ShardWorker::TakeRound() {
-  std::lock_guard lock(mu_);
-  return std::move(committing_);
-}
-
-void ShardWorker::RoundWritten(std::unique_ptr<ShardRound> round, const absl::Status& written) {
-  {
-    std::lock_guard lock(mu_);
-    written_ = std::move(round);
-    written_status_ = written;
-  }
-  // The worker may be waiting for this (to answer it, to hand over the next round, or to stop).
-  cv_.notify_one();
 }
 
 void ShardWorker::Commit(ShardRound& round) {
-  Answer(round, stage_ != nullptr ? stage_->Write(round.batch) : absl::OkStatus());
-}
-
-void ShardWorker::Answer(ShardRound& round, const absl::Status& written) {
+  absl::Status written = absl::OkStatus();
+  if (store_ != nullptr && !round.batch.empty()) {
+    if (runtime_.write_failed()) {
+      // An earlier round failed after this one was applied on top of it: writing it alone could store a
+      // state that never existed (a delete without its start). It fails with the first failure.
+      written = runtime_.write_status();
+    } else {
+      // Acks alone are not worth an fsync: a lost ack only means a redelivery.
+      const SyncMode mode = round.batch.needs_sync() ? sync_mode_ : SyncMode::kNoSync;
+      const uint64_t write_start = TimeBase::MonoNowNs();
+      written = store_->Write(round.batch, mode);
+      if (Metrics* m = runtime_.metrics()) {
+        m->storage_write_duration().Observe(static_cast<double>(TimeBase::MonoNowNs() - write_start) * 1e-9);
+        if (mode == SyncMode::kSync) m->storage_syncs().Increment();
+      }
+      if (!written.ok()) runtime_.ReportWriteFailure(written);
+    }
+  }
   for (auto& command : round.commands) command->Done(written);
   if (!written.ok()) {
     // Nothing fired in this round is acknowledged; the disk still has the timers. Return the outbox room.

@@ -108,7 +108,7 @@ class ForgetNamespaceCommand final : public ShardCommand {
   std::shared_ptr<NamespaceState> ns_;
 };
 
-// Changes the shard's tick; `done` runs (on a worker thread) once every shard has changed it.
+// Changes the shard's tick; `done` runs (on a worker or commit thread) once every shard has changed it.
 class SetTickCommand final : public ShardCommand {
  public:
   struct State {

@@ -1,12 +1,10 @@
-// The shard worker's commit pipeline (server/shard_worker_commit.cc, server/commit_stage.cc), on a store
-// whose writes can be held: while the commit stage writes round N, the worker applies round N+1 (at once for
-// a command with enough work, at the end of the write for small ones, all together); N+1 is answered only
-// after N's write (and its own); a failed write also fails the round applied on top of it; rounds of acks
-// alone are not synced; a small round that needs no fsync is written by the worker itself, and only when no
-// round is being written; the rounds the shards hand over during a write are written together in the next.
+// The shard worker's commit pipeline (server/shard_worker_commit.cc), on a store whose writes can be held:
+// while the commit thread writes round N, the worker applies round N+1 (at once for a command with enough
+// work, at the end of the write for small ones, all together); N+1 is answered only after N's write (and its
+// own); a failed write also fails the round applied on top of it; rounds of acks alone are not synced; a
+// small round that needs no fsync is written by the worker itself, and only when no round is being written.
 #include <atomic>
 #include <chrono>
-#include <climits>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -49,11 +47,6 @@ class HeldStore final : public TimerStore {
     absl::MutexLock l(&mu_);
     return writes_;
   }
-  // Writes after the first `n` fail (without reaching the inner store).
-  void FailWritesAfter(int n) {
-    absl::MutexLock l(&mu_);
-    fail_after_ = n;
-  }
   // The thread of each write so far, and the number of records it held.
   std::vector<std::pair<std::thread::id, size_t>> write_log() {
     absl::MutexLock l(&mu_);
@@ -69,7 +62,6 @@ class HeldStore final : public TimerStore {
       }
       ++writes_;
       write_log_.emplace_back(std::this_thread::get_id(), batch.count());
-      if (writes_ > fail_after_) return absl::UnavailableError("disk gone");
     }
     return inner.Write(batch, mode);
   }
@@ -87,7 +79,6 @@ class HeldStore final : public TimerStore {
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int writes_ ABSL_GUARDED_BY(mu_) = 0;
-  int fail_after_ ABSL_GUARDED_BY(mu_) = INT_MAX;
   std::vector<std::pair<std::thread::id, size_t>> write_log_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -140,18 +131,17 @@ class PutCommand final : public ShardCommand {
 // A command as heavy as a StartTimers batch: the worker wakes for it even while a round is being written.
 constexpr size_t kHeavy = 100;
 
-std::shared_ptr<PutState> Put(Runtime& runtime, std::string key, size_t ops = 1, size_t records = 1,
-                              uint32_t shard = 0) {
+std::shared_ptr<PutState> Put(Runtime& runtime, std::string key, size_t ops = 1, size_t records = 1) {
   auto state = std::make_shared<PutState>();
-  runtime.Submit(shard, std::make_unique<PutCommand>(std::move(key), state, ops, records));
+  runtime.Submit(0, std::make_unique<PutCommand>(std::move(key), state, ops, records));
   return state;
 }
 
 class PipelineTest : public ::testing::Test {
  protected:
-  explicit PipelineTest(Durability durability, uint32_t shards = 1) {
+  explicit PipelineTest(Durability durability) {
     Options options;
-    options.shards = shards;
+    options.shards = 1;
     options.durability = durability;
     auto store = std::make_unique<HeldStore>();
     store_ = store.get();
@@ -161,11 +151,11 @@ class PipelineTest : public ::testing::Test {
     ASSERT_TRUE(runtime_->Start().ok());
     ASSERT_TRUE(runtime_->WaitUntilReady().ok());
   }
-  void WaitUntilWorkerSleeps(uint32_t shard = 0) {
-    for (int i = 0; i < 10000 && !runtime_->ShardSleepingForTest(shard); ++i) {
+  void WaitUntilWorkerSleeps() {
+    for (int i = 0; i < 10000 && !runtime_->ShardSleepingForTest(0); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ASSERT_TRUE(runtime_->ShardSleepingForTest(shard));
+    ASSERT_TRUE(runtime_->ShardSleepingForTest(0));
   }
   HeldStore* store_;
   std::unique_ptr<Runtime> runtime_;
@@ -174,30 +164,6 @@ class PipelineTest : public ::testing::Test {
 class CommitPipelineTest : public PipelineTest {
  protected:
   CommitPipelineTest() : PipelineTest(Durability::kSync) {}
-};
-
-class TwoShardPipelineTest : public PipelineTest {
- protected:
-  TwoShardPipelineTest() : PipelineTest(Durability::kSync, 2) {}
-
-  struct Rounds {
-    std::shared_ptr<PutState> first, zero, one;
-  };
-  // Shard 0's round `first` (one record) is held in its write; meanwhile both workers apply a heavy command
-  // at once (`zero`: `records` records on shard 0, `one`: `records` + 1 on shard 1). Shard 1 hands its round
-  // over and sleeps; shard 0 can hand its over only when `first` comes back. Returns with the write held.
-  Rounds HoldAWriteAndApplyOnBothShards(size_t records) {
-    Rounds r;
-    store_->HoldNextWrite();
-    r.first = Put(*runtime_, std::string("ns\0a", 4));
-    store_->WaitUntilHeld();
-    r.zero = Put(*runtime_, std::string("ns\0b", 4), kHeavy, records, /*shard=*/0);
-    r.one = Put(*runtime_, std::string("ns\0c", 4), kHeavy, records + 1, /*shard=*/1);
-    r.zero->applied.WaitForNotification();
-    r.one->applied.WaitForNotification();
-    WaitUntilWorkerSleeps(1);
-    return r;
-  }
 };
 
 // `interval` durability: rounds need no fsync.
@@ -210,7 +176,7 @@ TEST_F(CommitPipelineTest, TheNextRoundIsAppliedDuringAWriteAndAnsweredAfterIt) 
   store_->HoldNextWrite();
   std::shared_ptr<PutState> first = Put(*runtime_, std::string("ns\0a", 4));
   store_->WaitUntilHeld();
-  // The commit stage is inside round 1's write; the worker is free to apply round 2.
+  // The commit thread is inside round 1's write; the worker is free to apply round 2.
   std::shared_ptr<PutState> second = Put(*runtime_, std::string("ns\0b", 4), kHeavy);
   second->applied.WaitForNotification();
   EXPECT_FALSE(first->Done());
@@ -272,7 +238,7 @@ TEST_F(CommitPipelineTest, RoundsOfAcksAloneAreWrittenWithoutASync) {
   EXPECT_EQ(store_->inner.sync_count(), syncs + 1);
 }
 
-TEST_F(CommitPipelineTest, ASmallSyncedRoundIsWrittenByTheCommitStage) {
+TEST_F(CommitPipelineTest, ASmallSyncedRoundIsWrittenByTheCommitThread) {
   std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4));
   ASSERT_TRUE(put->WaitDone().ok());
   ASSERT_EQ(store_->write_log().size(), 1u);
@@ -287,7 +253,7 @@ TEST_F(UnsyncedPipelineTest, ASmallRoundIsWrittenByTheWorkerItself) {
   EXPECT_EQ(store_->inner.timer_count(), 1u);
 }
 
-TEST_F(UnsyncedPipelineTest, ALargeRoundIsWrittenByTheCommitStage) {
+TEST_F(UnsyncedPipelineTest, ALargeRoundIsWrittenByTheCommitThread) {
   const size_t records = ShardWorker::kMaxInlineRecords + 1;
   std::shared_ptr<PutState> put = Put(*runtime_, std::string("ns\0a", 4), records, records);
   ASSERT_TRUE(put->WaitDone().ok());
@@ -311,55 +277,6 @@ TEST_F(UnsyncedPipelineTest, ASmallRoundWaitsForTheRoundBeingWrittenAndIsWritten
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].second, records);
   EXPECT_EQ(log[1].second, 1u);
-}
-
-TEST_F(TwoShardPipelineTest, RoundsOfBothShardsHandedOverDuringAWriteAreWrittenTogetherWithOneSync) {
-  const uint64_t syncs = store_->inner.sync_count();
-  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(2);
-  // The stage waits for shard 0 after `first` for as long as that write took: 100 ms and more.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(zero->Done());
-  EXPECT_FALSE(one->Done());
-  store_->Release();
-  EXPECT_TRUE(first->WaitDone().ok());
-  EXPECT_TRUE(zero->WaitDone().ok());
-  EXPECT_TRUE(one->WaitDone().ok());
-  const auto log = store_->write_log();
-  ASSERT_EQ(log.size(), 2u) << "the two shards' rounds were written apart";
-  EXPECT_EQ(log[0].second, 1u);
-  EXPECT_EQ(log[1].second, 5u);
-  EXPECT_EQ(store_->inner.sync_count(), syncs + 2) << "round 1, then both shards' rounds in one";
-  EXPECT_EQ(store_->inner.timer_count(), 6u);
-}
-
-TEST_F(TwoShardPipelineTest, AFailedWriteOfBothShardsRoundsFailsBothAndTheStoreStops) {
-  store_->FailWritesAfter(1);
-  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(1);
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(100));  // As above: the stage's wait is 100 ms and more.
-  store_->Release();
-  EXPECT_TRUE(first->WaitDone().ok());
-  const absl::Status a = zero->WaitDone();
-  const absl::Status b = one->WaitDone();
-  EXPECT_NE(a.message().find("disk gone"), std::string::npos) << a;
-  EXPECT_NE(b.message().find("disk gone"), std::string::npos) << b;
-  const auto log = store_->write_log();
-  ASSERT_EQ(log.size(), 2u);
-  EXPECT_EQ(log[1].second, 3u) << "one write for both rounds";
-  EXPECT_TRUE(runtime_->write_failed());
-  EXPECT_EQ(store_->inner.timer_count(), 1u);
-}
-
-TEST_F(TwoShardPipelineTest, StoppingWhileAWriteIsHeldAnswersEveryRoundOfBothShards) {
-  auto [first, zero, one] = HoldAWriteAndApplyOnBothShards(1);
-  std::thread stopper([&] { runtime_->Stop(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  store_->Release();
-  stopper.join();
-  EXPECT_TRUE(first->Done());
-  EXPECT_TRUE(zero->Done());
-  EXPECT_TRUE(one->Done());
-  EXPECT_EQ(store_->inner.timer_count(), 4u);
 }
 
 TEST_F(UnsyncedPipelineTest, AFailedWriteOnTheWorkerFailsItsRoundAndStopsLaterWrites) {

@@ -84,9 +84,9 @@ TEST_F(RocksDbPowerLossTest, NoSyncWritesDoNotFsyncAndSyncWritesDo) {
   EXPECT_EQ(env_.file_syncs(), before + 1);
 }
 
-// Synced writers of several threads (the commit stage, a cluster hand-over) share WAL syncs (the store's
-// group commit): every write acknowledged before the cut survives it. (How many syncs they shared depends on
-// scheduling; it is printed, not asserted.)
+// Synced writers of several threads (the shards' commit threads) share WAL syncs (the store's group commit):
+// every write acknowledged before the cut survives it. (How many syncs they shared depends on scheduling;
+// it is printed, not asserted.)
 TEST_F(RocksDbPowerLossTest, ConcurrentSyncedWritersKeepEveryAcknowledgedWrite) {
   Put("warm-up", SyncMode::kSync);
   constexpr int kThreads = 4;
