@@ -52,7 +52,8 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASu
     for (uint32_t p = 0; p < kPartitions; ++p) EXPECT_EQ(other.owners(p).member(), map.owners(p).member());
   }
 
-  // 600 unary starts and 29,400 in batches, all through m0; TTLs 5-6 s so they fire after the checks.
+  // 600 unary starts and 29,400 in batches, all through m0; TTLs 15-16 s so they fire after the checks (an
+  // ASan build on a slow machine took more than 5 s to start them).
   constexpr int kUnary = 600;
   constexpr int kTotal = 30000;
   std::map<std::string, uint64_t> expected;  // Owner -> timers.
@@ -62,7 +63,7 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASu
   for (int i = 0; i < kTotal; ++i) {
     const std::string id = "t" + std::to_string(i);
     ++expected[OwnerOf(map, id)];
-    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(5000 + i % 1000), "p" + id);
+    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(15000 + i % 1000), "p" + id);
     if (i < kUnary) {
       ASSERT_TRUE(testing::Call(*stub0, request).ok()) << id;
     } else {
