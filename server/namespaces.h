@@ -103,6 +103,8 @@ class Namespaces {
   size_t size() const;
   // Bytes held by all outboxes together.
   uint64_t outbox_bytes() const { return budget_.bytes.load(std::memory_order_relaxed); }
+  // Redeliveries of every outbox since start, those of forgotten namespaces included.
+  uint64_t redeliveries() const { return budget_.redeliveries.load(std::memory_order_relaxed); }
 
   // Retires `ns` if it holds nothing and nobody uses it; returns it (to keep alive until every cache dropped
   // it), or nullptr if it is in use.

@@ -135,6 +135,7 @@ void Outbox::RemoveSubscriber(const Subscriber* subscriber) {
     std::sort(held.rbegin(), held.rend());
     for (uint64_t id : held) Requeue(id, 0);
     redeliveries_ += held.size();
+    budget_.redeliveries.fetch_add(held.size(), std::memory_order_relaxed);
     CollectWakeable(&wake);
   }
   for (auto& s : wake) s->Wake();
@@ -276,6 +277,7 @@ size_t Outbox::ExpireAcks(uint64_t now_mono_ns) {
     for (auto d = due.rbegin(); d != due.rend(); ++d) Requeue(d->first, d->second);
     expired = due.size();
     redeliveries_ += expired;
+    budget_.redeliveries.fetch_add(expired, std::memory_order_relaxed);
     CollectWakeable(&wake);
   }
   for (auto& s : wake) s->Wake();

@@ -40,11 +40,15 @@
 
 namespace lawn {
 
-// Bytes held by every outbox together, against one limit. Shared by all outboxes; outlives them.
+// Bytes held by every outbox together, against one limit, and the daemon's redeliveries. Shared by all
+// outboxes; outlives them.
 struct OutboxBudget {
   explicit OutboxBudget(uint64_t max) : max_bytes(max) {}
   const uint64_t max_bytes;
   std::atomic<uint64_t> bytes{0};
+  // Every outbox's redeliveries since start. Kept here, not only per outbox, because a namespace that holds
+  // nothing is forgotten with its outbox, and the daemon's total must not shrink when it is.
+  std::atomic<uint64_t> redeliveries{0};
 };
 
 struct OutboxLimits {
@@ -58,7 +62,7 @@ struct OutboxCounters {
   uint64_t subscribers = 0;  // Work-sharing streams of clients (relays excluded).
   uint64_t observers = 0;    // Observe streams of clients (relays excluded).
   uint64_t relays = 0;       // Cluster mode: streams of other members relaying to their subscribers.
-  uint64_t redeliveries = 0;
+  uint64_t redeliveries = 0;  // This outbox's, since it was created.
   uint64_t entries = 0;  // Reserved + published, not yet acked: what the bounds count.
   uint64_t bytes = 0;
 };

@@ -158,7 +158,7 @@ class Runtime {
   std::vector<Delivery> parked_ ABSL_GUARDED_BY(mu_);  // Cluster mode: recovered, waiting for the settle.
   std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
 
-  absl::flat_hash_map<std::string, uint64_t> redeliveries_seen_;  // Background thread only.
+  uint64_t redeliveries_seen_ = 0;  // Background thread only: namespaces_.redeliveries() at its last count.
   struct SlowWatch {
     uint64_t last_ready = 0;
     uint64_t seconds = 0;  // Consecutive seconds with a backlog that did not shrink.

@@ -89,9 +89,11 @@ void Runtime::UpdateMetrics(bool with_disk) {
     if (metrics_ == nullptr) continue;
     metrics_->outbox(ns->name()).Set(static_cast<double>(c.ready + c.in_flight));
     metrics_->subscribers(ns->name()).Set(static_cast<double>(c.subscribers + c.observers));
-    uint64_t& seen = redeliveries_seen_[ns->name()];
-    if (c.redeliveries > seen) metrics_->redeliveries().Increment(static_cast<double>(c.redeliveries - seen));
-    seen = c.redeliveries;
+  }
+  if (metrics_ != nullptr) {
+    const uint64_t redeliveries = namespaces_.redeliveries();
+    metrics_->redeliveries().Increment(static_cast<double>(redeliveries - redeliveries_seen_));
+    redeliveries_seen_ = redeliveries;
   }
   if (metrics_ != nullptr) metrics_->outbox_bytes().Set(static_cast<double>(namespaces_.outbox_bytes()));
   if (with_disk && store_ != nullptr && metrics_ != nullptr) {
@@ -105,7 +107,6 @@ void Runtime::ForgetRetired(std::shared_ptr<NamespaceState> ns) {
   if (metrics_ != nullptr) metrics_->RemoveNamespace(ns->name());
   slow_.erase(ns->name());
   redelivery_log_.erase(ns->name());
-  redeliveries_seen_.erase(ns->name());
   // Each worker drops it from its cache; the last command to finish frees it.
   for (uint32_t shard = 0; shard < workers_.size(); ++shard) {
     Submit(shard, std::make_unique<ForgetNamespaceCommand>(ns));

@@ -1,6 +1,8 @@
 // Namespaces come and go: one that holds nothing (no pending timer, no outbox entry, no subscriber) is
 // forgotten with its metric series, so max_namespaces bounds what a client can make lawnd hold, not how
 // many names it ever used.
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,33 @@ TEST_F(NamespaceLifetimeTest, NamespaceThatHoldsNothingIsForgottenWithItsMetrics
   std::optional<v1::Expiration> e = again.Next(milliseconds(15000));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->timer().id(), "t2");
+}
+
+// GetStats' redeliveries and lawn_redeliveries_total count since start: a forgotten namespace takes its
+// outbox with it, not its redeliveries.
+TEST_F(NamespaceLifetimeTest, RedeliveriesOfAForgottenNamespaceStayCounted) {
+  StartLawnd("");
+  {
+    auto first = std::make_unique<TestSubscriber>(*stub_, "gone");
+    ASSERT_TRUE(StartTtl(*stub_, "gone", "t", milliseconds(20)).ok());
+    std::optional<v1::Expiration> e = first->Next(milliseconds(15000));
+    ASSERT_TRUE(e.has_value());
+    TestSubscriber second(*stub_, "gone");
+    ASSERT_TRUE(WaitFor([&] { return NamespaceStatsOf(*stub_, "gone").subscribers() == 2; }));
+    first->Close();  // Unacked: it goes to the second stream, attempt 2.
+    std::optional<v1::Expiration> again = second.Next(milliseconds(15000));
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->attempt(), 2u);
+    ASSERT_TRUE(second.Ack(again->delivery_id()));
+    second.Close();
+  }
+  ASSERT_TRUE(WaitFor([&] { return !Listed("gone"); }, std::chrono::seconds(30)));
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(stub_->GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.redeliveries(), 1u);
+  // The background thread counts the metric once a second; the namespace may be forgotten before that.
+  EXPECT_TRUE(WaitFor([&] { return MetricSample(Metrics(), "lawn_redeliveries_total") == 1.0; }));
 }
 
 TEST_F(NamespaceLifetimeTest, MaxNamespacesBoundsLiveNamespacesNotNamesEverUsed) {
