@@ -40,7 +40,8 @@ class OutboxBoundTest : public ::testing::Test {
   }
   // Starts `n` timers prefix0.. in one StartTimers call, `ttl` plus 10 ms per index; returns their deadlines.
   // None may fire before all are in, or a later one is refused by the full outbox: the call's parts reach the
-  // shards in separate rounds (CI's TSan run once saw more than 100 ms between them), so the tests use 1 s.
+  // shards in separate rounds (CI's TSan runs saw more than 100 ms between them, and once, with four cluster
+  // tests beside it, more than 1 s), so the tests use 3 s.
   std::map<std::string, int64_t> StartAll(const std::string& ns, const std::string& prefix, int n, int ttl_ms) {
     v1::StartTimersRequest req;
     for (int i = 0; i < n; ++i) {
@@ -74,7 +75,7 @@ class OutboxBoundTest : public ::testing::Test {
 
 TEST_F(OutboxBoundTest, FullOutboxHoldsDueTimersRefusesStartsAndDeliversAllLater) {
   StartLawnd("max_outbox_per_namespace: 3\n");
-  std::map<std::string, int64_t> deadlines = StartAll("full", "t", 6, 1000);
+  std::map<std::string, int64_t> deadlines = StartAll("full", "t", 6, 3000);
   ASSERT_EQ(deadlines.size(), 6u);
   // Three fire into the outbox; the other three come due and are held, still pending.
   ASSERT_TRUE(WaitFor([&] { return Stats("full").outbox() == 3 && Metric("lawn_held_expirations_total") >= 3; }));
@@ -134,7 +135,7 @@ TEST_F(OutboxBoundTest, FullOutboxSkipsRecurringFiringsOnTheGrid) {
 TEST_F(OutboxBoundTest, RestartWithFullOutboxKeepsEveryTimerAndTheBound) {
   const std::string yaml = "max_outbox_per_namespace: 2\n";
   StartLawnd(yaml);
-  ASSERT_EQ(StartAll("r", "t", 5, 1000).size(), 5u);
+  ASSERT_EQ(StartAll("r", "t", 5, 3000).size(), 5u);
   ASSERT_TRUE(WaitFor([&] { return Stats("r").outbox() == 2 && Stats("r").pending_timers() == 3; }));
   ASSERT_EQ(lawnd_->Stop(SIGKILL), 128 + SIGKILL);
   lawnd_->Start();
