@@ -8,7 +8,7 @@
 #     CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DLAWN_FUZZ=ON -DLAWN_BUILD_TESTS=OFF -DLAWN_BUILD_BENCH=OFF
 #     cmake --build build-fuzz -j2 --target lawn_fuzzers
 #   TARGET: default all four (start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz).
-# Environment: LAWN_FUZZ_WORK=DIR keeps the run's corpora, logs and crash inputs there (default: a temp dir,
+# Environment: LAWN_FUZZ_JOBS (default 2) targets run at once. LAWN_FUZZ_WORK=DIR keeps the run's corpora, logs and crash inputs there (default: a temp dir,
 # removed when every target passed, kept and printed otherwise).
 # A crash input is reproduced with `BUILD_DIR/tests/fuzz/TARGET FILE`; once fixed, commit it into the target's
 # corpus folder so the ctest case fuzz.TARGET.corpus replays it from then on.
@@ -29,37 +29,61 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${LAWN_FUZZ_WORK:-$(mktemp -d /tmp/lawn-fuzz.XXXXXX)}
 mkdir -p "$work"
 
-passed=0
-failed=0
-for t in "${targets[@]}"; do
-  bin="$build_dir/tests/fuzz/$t"
+# Fuzzes one target; its verdict goes to $work/$1.result, its first word "ok" or "FAILED".
+run_one() {
+  local t=$1
+  local bin="$build_dir/tests/fuzz/$t"
+  local dir="$work/$t"
   if [ ! -x "$bin" ]; then
-    echo "$t: FAILED: no binary $bin (configure with -DLAWN_FUZZ=ON and build the target lawn_fuzzers)"
-    failed=$((failed + 1))
-    continue
+    echo "$t: FAILED: no binary $bin (configure with -DLAWN_FUZZ=ON and build the target lawn_fuzzers)" > "$work/$t.result"
+    return
   fi
-  dir="$work/$t"
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
   cp -R "$here/corpus/$t/." "$dir/corpus/"
+  local start status=0 elapsed stats cov
   start=$(date +%s)
-  status=0
   # A fixed seed by default (LAWN_FUZZ_SEED overrides): a CI run explores the same inputs in the same order.
   "$bin" -seed="${LAWN_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$dir/" "$dir/corpus" > "$dir/log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
   stats=$(grep -E '^stat::(number_of_executed_units|new_units_added)' "$dir/log" | awk '{printf "%s %s  ", $1, $2}' |
-          sed 's/stat:://g')
+          sed 's/stat:://g' || true)
   cov=$(grep -oE 'cov: [0-9]+' "$dir/log" | tail -1 || true)
-  if [ "$status" -eq 0 ]; then
-    echo "$t: ok in ${elapsed}s: ${stats}${cov}"
+  {
+    if [ "$status" -eq 0 ]; then
+      echo "$t: ok in ${elapsed}s: ${stats}${cov}"
+    else
+      echo "$t: FAILED (exit $status) after ${elapsed}s; log $dir/log; end of log:"
+      tail -n 40 "$dir/log" | sed 's/^/    /'
+      for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-*; do
+        [ -e "$a" ] && echo "    input: $a (reproduce: $bin $a)"
+      done
+    fi
+  } > "$work/$t.result"
+}
+
+# LAWN_FUZZ_JOBS targets at a time (default 2, this machine's cores): each still fuzzes for SECONDS_PER_TARGET.
+jobs=${LAWN_FUZZ_JOBS:-2}
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+  run_one "$t" &
+  running=$((running + 1))
+done
+wait
+
+passed=0
+failed=0
+for t in "${targets[@]}"; do
+  [ -f "$work/$t.result" ] || echo "$t: FAILED: its run ended without a verdict" > "$work/$t.result"
+  cat "$work/$t.result"
+  if [ "$(head -1 "$work/$t.result" | cut -d' ' -f2)" = "ok" ]; then
     passed=$((passed + 1))
   else
-    echo "$t: FAILED (exit $status) after ${elapsed}s; log $dir/log; end of log:"
-    tail -n 40 "$dir/log" | sed 's/^/    /'
-    for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-*; do
-      [ -e "$a" ] && echo "    input: $a (reproduce: $bin $a)"
-    done
     failed=$((failed + 1))
   fi
 done
