@@ -328,6 +328,10 @@ class Harness {
     FUZZ_CHECK(c.subscribers == subscribers && c.observers == observers);
     FUZZ_CHECK(c.redeliveries == redeliveries_, "redeliveries %llu, model %llu",
                static_cast<unsigned long long>(c.redeliveries), static_cast<unsigned long long>(redeliveries_));
+    // The budget's daemon-wide count: this outbox is the only one that adds to it.
+    FUZZ_CHECK(budget_.redeliveries.load() == redeliveries_, "budget redeliveries %llu, model %llu",
+               static_cast<unsigned long long>(budget_.redeliveries.load()),
+               static_cast<unsigned long long>(redeliveries_));
     FUZZ_CHECK(outbox_.size() == ready + in_flight);
     for (const ModelSubscriber& s : subs_) {
       if (s.live == nullptr) continue;

@@ -24,12 +24,15 @@ shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz)
 case "$seconds" in ''|*[!0-9]*) echo "run_fuzzers.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2 ;; esac
+parallel=${LAWN_FUZZ_JOBS:-2}
+case "$parallel" in ''|*[!0-9]*|0) echo "run_fuzzers.sh: LAWN_FUZZ_JOBS must be a whole number of at least 1" >&2; exit 2 ;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 work=${LAWN_FUZZ_WORK:-$(mktemp -d /tmp/lawn-fuzz.XXXXXX)}
 mkdir -p "$work"
 
-# Fuzzes one target; its verdict goes to $work/$1.result, its first word "ok" or "FAILED".
+# Fuzzes one target; its verdict goes to $work/$1.result, a first line "TARGET: ok ..." or "TARGET: FAILED ...".
+# Always returns 0: the verdict is in the file (a missing file is a failure).
 run_one() {
   local t=$1
   local bin="$build_dir/tests/fuzz/$t"
@@ -57,20 +60,23 @@ run_one() {
       echo "$t: FAILED (exit $status) after ${elapsed}s; log $dir/log; end of log:"
       tail -n 40 "$dir/log" | sed 's/^/    /'
       for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* "$dir"/slow-unit-*; do
-        [ -e "$a" ] && echo "    input: $a (reproduce: $bin $a)"
+        if [ -e "$a" ]; then echo "    input: $a (reproduce: $bin $a)"; fi
       done
     fi
   } > "$work/$t.result"
+  return 0
 }
 
 # LAWN_FUZZ_JOBS targets at a time (default 2, this machine's cores): each still fuzzes for SECONDS_PER_TARGET.
-jobs=${LAWN_FUZZ_JOBS:-2}
+# No fuzzer outlives the script (an interrupted run, or an error in it).
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 running=0
 for t in "${targets[@]}"; do
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
     running=$((running - 1))
   fi
+  rm -f "$work/$t.result"  # A verdict left in a reused LAWN_FUZZ_WORK must not count.
   run_one "$t" &
   running=$((running + 1))
 done

@@ -149,6 +149,7 @@ TEST_F(OutboxTest, RemovedSubscribersDeliveriesReturnInOrderToTheFront) {
   while (auto id = Take(*b)) order.push_back(*id);
   EXPECT_EQ(order, (std::vector<uint64_t>{1, 2, 3, 4}));
   EXPECT_EQ(outbox_.Counters().redeliveries, 2u);
+  EXPECT_EQ(budget_.redeliveries.load(), 2u);  // The daemon-wide count, which outlives the outbox.
 }
 
 TEST(OutboxBoundsTest, ReservationsRespectCountBytesAndTheSharedBudget) {
