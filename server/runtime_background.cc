@@ -94,8 +94,8 @@ void Runtime::UpdateMetrics(bool with_disk) {
     const uint64_t redeliveries = namespaces_.redeliveries();
     metrics_->redeliveries().Increment(static_cast<double>(redeliveries - redeliveries_seen_));
     redeliveries_seen_ = redeliveries;
+    metrics_->outbox_bytes().Set(static_cast<double>(namespaces_.outbox_bytes()));
   }
-  if (metrics_ != nullptr) metrics_->outbox_bytes().Set(static_cast<double>(namespaces_.outbox_bytes()));
   if (with_disk && store_ != nullptr && metrics_ != nullptr) {
     absl::StatusOr<uint64_t> bytes = store_->DataBytes();
     if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));

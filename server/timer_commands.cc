@@ -348,9 +348,10 @@ void StatsState::Finish() {
     n->set_outbox(c.ready + c.in_flight);
     n->set_subscribers(static_cast<uint32_t>(c.subscribers + c.observers));
     outbox += c.ready + c.in_flight;
-    redeliveries += c.redeliveries;
+    if (!all) redeliveries += c.redeliveries;
   }
-  // The whole daemon's count for a caller who may see everything: the sum above misses forgotten namespaces.
+  // The whole daemon's count for a caller who may see everything: a sum over the live namespaces would miss
+  // the forgotten ones.
   if (all) redeliveries = runtime->namespaces().redeliveries();
   response->set_pending_timers(pending);
   response->set_outbox(outbox);

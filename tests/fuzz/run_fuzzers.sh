@@ -8,8 +8,9 @@
 #     CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DLAWN_FUZZ=ON -DLAWN_BUILD_TESTS=OFF -DLAWN_BUILD_BENCH=OFF
 #     cmake --build build-fuzz -j2 --target lawn_fuzzers
 #   TARGET: default all four (start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz).
-# Environment: LAWN_FUZZ_JOBS (default 2) targets run at once. LAWN_FUZZ_WORK=DIR keeps the run's corpora, logs and crash inputs there (default: a temp dir,
-# removed when every target passed, kept and printed otherwise).
+# Environment: LAWN_FUZZ_JOBS (default 2) targets run at once. LAWN_FUZZ_WORK=DIR keeps the run's corpora,
+# logs and crash inputs there (default: a temp dir, removed when every target passed, kept and printed
+# otherwise).
 # A crash input is reproduced with `BUILD_DIR/tests/fuzz/TARGET FILE`; once fixed, commit it into the target's
 # corpus folder so the ctest case fuzz.TARGET.corpus replays it from then on.
 set -euo pipefail
