@@ -135,8 +135,19 @@ TEST_P(CrashTest, KillNineLosesNothingAcknowledged) {
   std::thread load([&] { Load(stop_load); });
   std::thread subscriber([&] { Subscribe(stop_sub); });
   std::mt19937_64 rng(7);
+  // Acknowledged starts so far: each round waits for some before its kill, so that a slow machine still
+  // tests something (the counts are checked at the end).
+  auto acked_so_far = [&] {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& [id, s] : started_) n += s.fate == Fate::kAcked;
+    return n;
+  };
+  size_t acked_before = 0;
   for (int round = 0; round < kRounds; ++round) {
     std::this_thread::sleep_for(milliseconds(300 + rng() % 1200));
+    EXPECT_TRUE(WaitFor([&] { return acked_so_far() >= acked_before + 15; }, std::chrono::seconds(30)));
+    acked_before = acked_so_far();
     SetAddress("");
     lawnd.Kill();
     lawnd.Start();

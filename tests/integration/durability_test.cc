@@ -90,7 +90,7 @@ TEST(DurabilityTest, TimersDueDuringDowntimeFireAtOnceMarkedLate) {
   // Seconds of TTL: lawnd is stopped long before the first deadline, even on a slow machine.
   for (int i = 0; i < 20; ++i) {
     const std::string id = "down" + std::to_string(i);
-    *batch.add_timers() = TtlRequest("down", id, milliseconds(4000 + 10 * i));
+    *batch.add_timers() = TtlRequest("down", id, milliseconds(10'000 + 10 * i));
     ids.insert(id);
   }
   batch.set_return_timers(true);  // For the deadlines.

@@ -30,7 +30,9 @@ class ExpirationRestartTest : public ::testing::TestWithParam<const char*> {
   // Returns once the acks sent so far are written: their delete commands are queued on the shards before
   // these starts (which touch every shard) are, and a start is answered only after its round's write.
   void AcksWritten() {
-    std::this_thread::sleep_for(milliseconds(50));  // From the outbox count dropping to the command queued.
+    // From the outbox count dropping to the command queued: a few instructions, unless the reactor's thread
+    // is preempted in between (250 ms covers a sanitizer build beside other tests).
+    std::this_thread::sleep_for(milliseconds(250));
     std::vector<v1::StartTimerRequest> barrier;
     for (int i = 0; i < 64; ++i) {
       barrier.push_back(TtlRequest("barrier", "b" + std::to_string(barriers_) + "-" + std::to_string(i),

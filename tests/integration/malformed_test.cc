@@ -238,7 +238,7 @@ TEST_F(MalformedTest, ExpirationsStillReachATypedSubscriberAfterMalformedCalls) 
   auto stub = lawnd_->stub();
   TestSubscriber sub(*stub, "fires");
   ASSERT_TRUE(StartTtl(*stub, "fires", "soon", milliseconds(50), nullptr, "p").ok());
-  std::optional<v1::Expiration> e = sub.Next(std::chrono::seconds(10));
+  std::optional<v1::Expiration> e = sub.Next(std::chrono::seconds(30));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->timer().id(), "soon");
   EXPECT_EQ(e->timer().payload(), "p");

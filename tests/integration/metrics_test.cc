@@ -54,7 +54,8 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
   while (std::chrono::steady_clock::now() < deadline) {
     text = "\n" + HttpGet(port, "/metrics");
     if (Sample(text, R"(lawn_subscribers\{namespace="m"\})") == 1 &&
-        Sample(text, R"(lawn_expirations_total)") >= 5) {
+        Sample(text, R"(lawn_expirations_total)") >= 5 &&
+        Sample(text, R"(lawn_timer_operations_total\{op="start"\})") == 6) {
       break;
     }
     std::this_thread::sleep_for(milliseconds(100));

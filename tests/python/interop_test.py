@@ -454,7 +454,7 @@ class SubscribeTest(LawndTestCase):
 
             requests.put(timer_pb2.SubscribeRequest(
                 ack=timer_pb2.SubscribeRequest.Ack(delivery_ids=[exp.delivery_id])))
-            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 5, "the ack to empty the outbox")
+            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 30, "the ack to empty the outbox")
             stats = self.namespace_stats(ns)
             self.assertEqual(stats.pending_timers, 0)
             self.assertEqual(stats.subscribers, 1)
@@ -486,7 +486,7 @@ class SubscribeTest(LawndTestCase):
                 self.assertEqual(e.attempt, 1)
             requests.put(timer_pb2.SubscribeRequest(ack=timer_pb2.SubscribeRequest.Ack(
                 delivery_ids=[e.delivery_id for e in response.expirations])))
-            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 5, "one ack to empty the outbox")
+            self.wait_until(lambda: self.namespace_stats(ns).outbox == 0, 30, "one ack to empty the outbox")
         finally:
             requests.close()
             responses.cancel()

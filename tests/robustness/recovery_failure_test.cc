@@ -31,13 +31,15 @@ TEST(RecoveryFailureTest, CorruptRecordStopsRecoveryWithExitCode3UnlessSkipped) 
     lawnd.Start();
     auto stub = lawnd.stub();
     std::vector<v1::StartTimerRequest> good;
-    for (int i = 0; i < kGood; ++i) good.push_back(TtlRequest("ns", "good" + std::to_string(i), milliseconds(4000)));
+    for (int i = 0; i < kGood; ++i)
+      good.push_back(TtlRequest("ns", "good" + std::to_string(i), milliseconds(10'000)));
     const int64_t before = WallNowNs();
     ASSERT_TRUE(StartAll(*stub, good));
     ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
     // Stopped before any came due: all are still pending on disk, none in the outbox.
-    ASSERT_LT(WallNowNs(), before + 4'000'000'000) << "lawnd took too long to stop; the timers fired in it";
-    due_ns = WallNowNs() + 5'000'000'000;  // Beyond the last deadline (started after `before`, 4 s TTL).
+    ASSERT_LT(WallNowNs(), before + 10'000'000'000) << "lawnd took too long to stop; the timers fired in it";
+    // Beyond the last deadline (started after `before`, 10 s TTL: a stop under a sanitizer can take seconds).
+    due_ns = WallNowNs() + 11'000'000'000;
   }
   ASSERT_TRUE(PutRawForTest(data, "pending", StoredTimerKeyForTest(0, std::string("ns\0zbad", 7)),
                             std::string("\x09garbage"))
