@@ -82,9 +82,11 @@ class UnaryCall : public grpc::ServerUnaryReactor {
 // ParseRequest) and whoever answers fills `response` before Reply.
 //
 // Both messages live on the call's own protobuf arena: a batch of 100 timers parses into a few arena blocks
-// instead of several heap allocations per item (the message, each string field, each result), and all of it
-// is released at once with the call (BENCHMARKS.md section 22). Workers fill the response from their own
-// threads; protobuf's arena is thread-safe for that.
+// instead of several heap allocations per item (the message, each string object, each result), and all of it
+// is released at once with the call (BENCHMARKS.md section 22). (A string field's characters beyond 15 bytes
+// are still a heap block of its own: protobuf 3.21 keeps a std::string on the arena.) The handler also keeps
+// what it derives from the request there, such as each start's key (arena()). Workers fill the response from
+// their own threads; protobuf's arena is thread-safe for that.
 template <class Req, class Resp>
 class RawUnary final : public UnaryCall {
  public:
@@ -93,6 +95,9 @@ class RawUnary final : public UnaryCall {
         arena_(CallArenaOptions(initial_block_, sizeof(initial_block_))),
         request(*google::protobuf::Arena::CreateMessage<Req>(&arena_)),
         response(*google::protobuf::Arena::CreateMessage<Resp>(&arena_)) {}
+
+  // Memory that lives as long as the call (until OnDone, after the answer is sent). Thread-safe.
+  google::protobuf::Arena* arena() { return &arena_; }
 
  private:
   // Enough for a unary call's request and the messages the handler's thread adds. (Another thread that

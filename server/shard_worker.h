@@ -117,6 +117,8 @@ class ShardWorker final : private ShardContext {
   AdmitDecision Admit(const TimerView& t);
   // Records one firing admitted by Admit.
   void OnFired(const Fired& fired, int64_t fired_at);
+  // Gives the pending quota of the timers fired since the last call back to the shared counters.
+  void ReleaseFiredQuota();
 
   const uint32_t index_;
   Runtime& runtime_;
@@ -129,6 +131,11 @@ class ShardWorker final : private ShardContext {
   absl::Status admission_;
   DeliveryIds delivery_ids_;
   NamespaceState* admitted_ns_ = nullptr;  // The namespace of the timer Admit saw last (OnFired's).
+  // The pending quota of one-shot timers fired by this Expire and not yet given back: the counters are shared
+  // by every shard worker, so they are written once per run of firings in one namespace, not per timer.
+  NamespaceState* fired_ns_ = nullptr;
+  uint64_t fired_timers_ = 0;
+  uint64_t fired_bytes_ = 0;
   std::string key_scratch_;                // A skipped firing's whole key (views split it at its namespace).
   StoreBatch repairs_;                     // Worker thread: repairs() until a round is admitted.
   std::vector<NamespaceState*> release_;   // Namespaces whose held timers to offer again this round.

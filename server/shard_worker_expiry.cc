@@ -84,12 +84,24 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
                          0);
   }
   if (fired.next_deadline_ns == 0) {
-    ns->pending.fetch_sub(1, std::memory_order_relaxed);
-    ns->pending_bytes.fetch_sub(t.key_size() + t.payload.size(), std::memory_order_relaxed);
-    runtime_.total_pending().fetch_sub(1, std::memory_order_relaxed);
-    runtime_.total_pending_bytes().fetch_sub(t.key_size() + t.payload.size(), std::memory_order_relaxed);
+    if (ns != fired_ns_) ReleaseFiredQuota();
+    fired_ns_ = ns;
+    fired_timers_++;
+    fired_bytes_ += t.key_size() + t.payload.size();
   }
   open_->deliveries.emplace_back(ns, std::move(d));
+}
+
+void ShardWorker::ReleaseFiredQuota() {
+  if (fired_ns_ == nullptr) return;
+  // Until now the counters were high by these, which only makes admission stricter for a moment. The
+  // namespace is alive: this worker holds its deliveries in the open round.
+  fired_ns_->pending.fetch_sub(fired_timers_, std::memory_order_relaxed);
+  fired_ns_->pending_bytes.fetch_sub(fired_bytes_, std::memory_order_relaxed);
+  runtime_.total_pending().fetch_sub(fired_timers_, std::memory_order_relaxed);
+  runtime_.total_pending_bytes().fetch_sub(fired_bytes_, std::memory_order_relaxed);
+  fired_ns_ = nullptr;
+  fired_timers_ = fired_bytes_ = 0;
 }
 
 void ShardWorker::Expire() {
@@ -109,6 +121,7 @@ void ShardWorker::Expire() {
   for (NamespaceState* ns : release_) shard_.ReleaseHeld(ns->index(), now_mono_ns_, admit, sink);
   release_.clear();
   shard_.Advance(now_mono_ns_, admit, sink);
+  ReleaseFiredQuota();
 }
 
 }  // namespace lawn

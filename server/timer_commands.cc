@@ -52,6 +52,66 @@ std::string QuotaRefusal(const Options& options, std::string_view ns_name, uint6
   return "";
 }
 
+// Quota taken from the shared pending counters (lawnd-wide and one namespace's) ahead of a run of starts into
+// that namespace. The counters are written by every shard worker: four atomic adds per start, on cache lines
+// the other workers write too, took most of StartCommand::Apply's time in batched starts (BENCHMARKS.md
+// section 34). A run takes at once what all its starts could add, if all four bounds allow that (else each
+// start takes its own share, as a lone start does); each start draws on it, and what is left goes back at the
+// end of the run. The counters therefore never admit past a bound, and are exact again before the command's
+// round is written (a start elsewhere meanwhile may see them high by what this run has not yet used).
+class QuotaHold {
+ public:
+  explicit QuotaHold(Runtime& runtime) : runtime_(runtime) {}
+  QuotaHold(const QuotaHold&) = delete;
+  QuotaHold& operator=(const QuotaHold&) = delete;
+  ~QuotaHold() { Release(); }
+
+  // Takes `timers` and `bytes` for `state` if the bounds of `options` allow all of it; else takes nothing.
+  void Take(NamespaceState& state, uint64_t timers, uint64_t bytes, const Options& options) {
+    Release();
+    const uint64_t total = runtime_.total_pending().fetch_add(timers, std::memory_order_relaxed) + timers;
+    const uint64_t in_ns = state.pending.fetch_add(timers, std::memory_order_relaxed) + timers;
+    const uint64_t total_bytes =
+        runtime_.total_pending_bytes().fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    const uint64_t ns_bytes = state.pending_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    state_ = &state;
+    timers_ = timers;
+    bytes_ = bytes;
+    if (total > options.max_pending_timers || in_ns > options.max_pending_per_namespace ||
+        total_bytes > options.max_pending_bytes || ns_bytes > options.max_pending_bytes_per_namespace) {
+      Release();
+    }
+  }
+  // Draws one start's share from the hold; false (nothing drawn) if the hold does not cover it.
+  bool Draw(uint64_t timers, uint64_t bytes) {
+    if (timers > timers_ || bytes > bytes_) return false;
+    timers_ -= timers;
+    bytes_ -= bytes;
+    return true;
+  }
+  // Puts back a share drawn for a start that failed.
+  void Undraw(uint64_t timers, uint64_t bytes) {
+    timers_ += timers;
+    bytes_ += bytes;
+  }
+  // Gives what is left back to the counters.
+  void Release() {
+    if (state_ == nullptr) return;
+    runtime_.total_pending().fetch_sub(timers_, std::memory_order_relaxed);
+    state_->pending.fetch_sub(timers_, std::memory_order_relaxed);
+    runtime_.total_pending_bytes().fetch_sub(bytes_, std::memory_order_relaxed);
+    state_->pending_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
+    state_ = nullptr;
+    timers_ = bytes_ = 0;
+  }
+
+ private:
+  Runtime& runtime_;
+  NamespaceState* state_ = nullptr;  // Whose counters the hold was taken from; nullptr: none held.
+  uint64_t timers_ = 0;
+  uint64_t bytes_ = 0;
+};
+
 }  // namespace
 
 // ---- Start ------------------------------------------------------------------------------------------------
@@ -68,8 +128,9 @@ void StartCommand::Apply(ShardContext& ctx) {
       if (ns != nullptr) ns->Release();
     }
   } releaser{held};
-  for (uint32_t i : indices_) {
-    StartOp& op = batch_->ops[i];
+  QuotaHold hold(runtime);  // Declared after `releaser`: given back while the namespace is still held.
+  for (size_t position = 0; position < indices_.size(); ++position) {
+    StartOp& op = batch_->ops[indices_[position]];
     if (absl::Status admitted = runtime.AdmitWrite(ctx.write_admission(), op.key); !admitted.ok()) {
       op.status = std::move(admitted);
       continue;
@@ -93,6 +154,7 @@ void StartCommand::Apply(ShardContext& ctx) {
           continue;
         }
       }
+      hold.Release();
       if (held != nullptr) held->Release();
       held = nullptr;
       absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
@@ -101,6 +163,15 @@ void StartCommand::Apply(ShardContext& ctx) {
         continue;
       }
       held = *ns;
+      // The quota of this start and of the command's next starts into the same namespace, at once.
+      uint64_t run_timers = 0, run_bytes = 0;
+      for (size_t next = position; next < indices_.size(); ++next) {
+        const StartOp& later = batch_->ops[indices_[next]];
+        if (Runtime::SplitKey(later.key).first != ns_name) break;
+        ++run_timers;
+        run_bytes += later.key.size() + later.payload.size();
+      }
+      if (run_timers > 1) hold.Take(*held, run_timers, run_bytes, options);
     }
     NamespaceState& state = *held;
     // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
@@ -128,16 +199,20 @@ void StartCommand::Apply(ShardContext& ctx) {
       runtime.total_pending_bytes().fetch_sub(added_bytes, std::memory_order_relaxed);
       state.pending_bytes.fetch_sub(added_bytes, std::memory_order_relaxed);
     };
-    const uint64_t total = runtime.total_pending().fetch_add(added_timers, std::memory_order_relaxed);
-    const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
-    const uint64_t total_bytes = runtime.total_pending_bytes().fetch_add(added_bytes, std::memory_order_relaxed);
-    const uint64_t ns_bytes = state.pending_bytes.fetch_add(added_bytes, std::memory_order_relaxed);
-    const std::string refused =
-        QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
-    if (!refused.empty()) {
-      unreserve();
-      op.status = absl::ResourceExhaustedError(refused);
-      continue;
+    const bool drawn = hold.Draw(added_timers, added_bytes);
+    if (!drawn) {
+      const uint64_t total = runtime.total_pending().fetch_add(added_timers, std::memory_order_relaxed);
+      const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
+      const uint64_t total_bytes =
+          runtime.total_pending_bytes().fetch_add(added_bytes, std::memory_order_relaxed);
+      const uint64_t ns_bytes = state.pending_bytes.fetch_add(added_bytes, std::memory_order_relaxed);
+      const std::string refused =
+          QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
+      if (!refused.empty()) {
+        unreserve();
+        op.status = absl::ResourceExhaustedError(refused);
+        continue;
+      }
     }
     StartSpec spec;
     spec.id = op.key;
@@ -159,8 +234,12 @@ void StartCommand::Apply(ShardContext& ctx) {
     });
     if (op.status.ok()) {
       ctx.counters().starts++;
-      runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
-      state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
+      if (freed_bytes != 0) {
+        runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
+        state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
+      }
+    } else if (drawn) {
+      hold.Undraw(added_timers, added_bytes);
     } else {
       unreserve();
     }

@@ -28,7 +28,7 @@ namespace lawn {
 
 // One timer to start, parsed and validated.
 struct StartOp {
-  std::string key;           // namespace \0 id
+  std::string_view key;      // namespace \0 id, on the call's arena (no heap block per timer)
   std::string_view payload;  // Into the call's request, which lives until the call is answered.
   bool by_ttl = true;
   uint64_t ttl_ns = 0;

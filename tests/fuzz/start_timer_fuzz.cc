@@ -20,8 +20,9 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "google/protobuf/stubs/logging.h"
 #include "config/options.h"
+#include "google/protobuf/arena.h"
+#include "google/protobuf/stubs/logging.h"
 #include "lawn/v1/timer.pb.h"
 #include "server/start_request.h"
 #include "server/timer_commands.h"
@@ -92,9 +93,11 @@ Expected Oracle(const v1::StartTimerRequest& r, const Options& options) {
   return e;
 }
 
-void CheckItem(const v1::StartTimerRequest& r, const Options& options, const std::string& prefix) {
+void CheckItem(const v1::StartTimerRequest& r, const Options& options, int item) {
+  const std::string prefix = item < 0 ? "" : "timers[" + std::to_string(item) + "].";
+  google::protobuf::Arena arena;  // Holds op.key, as the call's arena does in lawnd.
   StartOp op;
-  const absl::Status status = ParseStart(r, options, prefix, &op);
+  const absl::Status status = ParseStart(r, options, item, &arena, &op);
   const Expected want = Oracle(r, options);
   FUZZ_CHECK(status.ok() == want.ok, "ParseStart says %s, the oracle says %s", status.ToString().c_str(),
              want.ok ? "OK" : "refuse");
@@ -127,10 +130,10 @@ void CheckAll(const v1::StartTimerRequest* single, const v1::StartTimersRequest*
     return configs;
   }();
   for (const Options& options : kConfigs) {
-    if (single != nullptr) CheckItem(*single, options, "");
+    if (single != nullptr) CheckItem(*single, options, -1);
     if (batch != nullptr && batch->timers_size() <= kMaxStartBatch) {
       for (int i = 0; i < batch->timers_size(); ++i) {
-        CheckItem(batch->timers(i), options, "timers[" + std::to_string(i) + "].");
+        CheckItem(batch->timers(i), options, i);
       }
     }
   }

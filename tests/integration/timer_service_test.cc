@@ -1,7 +1,12 @@
 // Every unary RPC of lawn.v1.TimerService and every validation rule, against the real lawnd.
+#include <atomic>
 #include <csignal>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/integration/lawnd_process.h"
@@ -339,6 +344,79 @@ TEST(TimerServiceLimitsTest, PendingLimitsAreResourceExhausted) {
   v1::StartTimerRequest r = TtlRequest("a", "t0", milliseconds(60000));
   r.set_replace(true);
   EXPECT_TRUE(Call(*stub, r).ok());
+}
+
+// StartTimers takes the quota of a namespace's items at once (QuotaHold in server/timer_commands.cc): at the
+// bound it must still admit exactly up to it, from callers racing over two shards, and give back what items
+// that were refused (or duplicates) did not use.
+TEST(TimerServiceLimitsTest, BatchesAtTheBoundAdmitExactlyUpToItAndGiveBackWhatTheyDidNotUse) {
+  TempDir dir;
+  const std::string config =
+      WriteFile(dir.path() + "/lawn.yaml", "max_pending_timers: 400\nmax_pending_per_namespace: 250\n");
+  LawndProcess lawnd(dir.path() + "/data", {"--config", config, "--shards", "2"});
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  // Codes of a StartTimers call of `ids` in `ns`, as code -> count; `message` gets a refusal's message.
+  auto start = [&](const std::string& ns, const std::vector<std::string>& ids, std::string* message) {
+    v1::StartTimersRequest request;
+    for (const std::string& id : ids) *request.add_timers() = TtlRequest(ns, id, std::chrono::hours(1));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::StartTimersResponse response;
+    const grpc::Status status = stub->StartTimers(&ctx, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::map<int, int> codes;
+    for (const v1::StartTimerResult& r : response.results()) {
+      codes[r.code()]++;
+      if (r.code() != 0 && message != nullptr) *message = r.message();
+    }
+    return codes;
+  };
+  auto ids = [](const std::string& prefix, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+    return out;
+  };
+  // 4 callers x 3 batches of 100 into "a", at once: exactly 250 admitted.
+  std::atomic<int> admitted{0}, refused{0};
+  std::string refusal;
+  std::mutex mu;
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      for (int b = 0; b < 3; ++b) {
+        std::string message;
+        std::map<int, int> codes =
+            start("a", ids("c" + std::to_string(c) + "b" + std::to_string(b) + "-", 100), &message);
+        admitted += codes[0];
+        refused += codes[static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED)];
+        std::lock_guard lock(mu);
+        if (!message.empty()) refusal = message;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(admitted.load(), 250);
+  EXPECT_EQ(refused.load(), 1200 - 250);
+  EXPECT_NE(refusal.find("max_pending_per_namespace"), std::string::npos) << refusal;
+  EXPECT_EQ(NamespaceStatsOf(*stub, "a").pending_timers(), 250u);
+  // A batch with 10 ids given twice: the second of each is ALREADY_EXISTS, and its quota goes back.
+  std::vector<std::string> with_duplicates = ids("d", 90);
+  for (int i = 0; i < 10; ++i) with_duplicates.push_back("d" + std::to_string(i));
+  std::map<int, int> codes = start("b", with_duplicates, nullptr);
+  EXPECT_EQ(codes[0], 90);
+  EXPECT_EQ(codes[static_cast<int>(grpc::StatusCode::ALREADY_EXISTS)], 10);
+  EXPECT_EQ(NamespaceStatsOf(*stub, "b").pending_timers(), 90u);
+  // 340 pending of 400: a batch of 100 gets 60 in, the rest refused by the lawnd-wide bound.
+  codes = start("b", ids("e", 100), &refusal);
+  EXPECT_EQ(codes[0], 60);
+  EXPECT_EQ(codes[static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED)], 40);
+  EXPECT_NE(refusal.find("max_pending_timers"), std::string::npos) << refusal;
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(stub->GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.pending_timers(), 400u);
+  EXPECT_EQ(NamespaceStatsOf(*stub, "b").pending_timers(), 150u);
 }
 
 TEST(LawndStartupTest, BadConfigRefusesToStartNamingTheKey) {
