@@ -56,9 +56,11 @@ std::string QuotaRefusal(const Options& options, std::string_view ns_name, uint6
 // that namespace. The counters are written by every shard worker: four atomic adds per start, on cache lines
 // the other workers write too, took most of StartCommand::Apply's time in batched starts (BENCHMARKS.md
 // section 34). A run takes at once what all its starts could add, if all four bounds allow that (else each
-// start takes its own share, as a lone start does); each start draws on it, and what is left goes back at the
-// end of the run. The counters therefore never admit past a bound, and are exact again before the command's
-// round is written (a start elsewhere meanwhile may see them high by what this run has not yet used).
+// start takes its own share, as a lone start does); each start draws on it, and what is left goes back when
+// the run ends (at the command's next namespace, or its end). The counters therefore never admit past a
+// bound, and are exact again before the command's round is written. Meanwhile they are high by what the run
+// has not used yet: near a bound, a start elsewhere may be refused that would fit once the run ends, as with
+// per-start adds two starts racing for the last room can both be refused (a refused start is retried).
 class QuotaHold {
  public:
   explicit QuotaHold(Runtime& runtime) : runtime_(runtime) {}
@@ -69,6 +71,14 @@ class QuotaHold {
   // Takes `timers` and `bytes` for `state` if the bounds of `options` allow all of it; else takes nothing.
   void Take(NamespaceState& state, uint64_t timers, uint64_t bytes, const Options& options) {
     Release();
+    // A run that clearly does not fit takes nothing, not even for a moment (it would be counted against
+    // starts elsewhere until taken back).
+    if (!Fits(runtime_.total_pending().load(std::memory_order_relaxed) + timers,
+              state.pending.load(std::memory_order_relaxed) + timers,
+              runtime_.total_pending_bytes().load(std::memory_order_relaxed) + bytes,
+              state.pending_bytes.load(std::memory_order_relaxed) + bytes, options)) {
+      return;
+    }
     const uint64_t total = runtime_.total_pending().fetch_add(timers, std::memory_order_relaxed) + timers;
     const uint64_t in_ns = state.pending.fetch_add(timers, std::memory_order_relaxed) + timers;
     const uint64_t total_bytes =
@@ -77,10 +87,7 @@ class QuotaHold {
     state_ = &state;
     timers_ = timers;
     bytes_ = bytes;
-    if (total > options.max_pending_timers || in_ns > options.max_pending_per_namespace ||
-        total_bytes > options.max_pending_bytes || ns_bytes > options.max_pending_bytes_per_namespace) {
-      Release();
-    }
+    if (!Fits(total, in_ns, total_bytes, ns_bytes, options)) Release();  // Another start came first.
   }
   // Draws one start's share from the hold; false (nothing drawn) if the hold does not cover it.
   bool Draw(uint64_t timers, uint64_t bytes) {
@@ -106,6 +113,13 @@ class QuotaHold {
   }
 
  private:
+  // Whether counts of `total` and `in_ns` timers holding `total_bytes` and `ns_bytes` are within the bounds.
+  static bool Fits(uint64_t total, uint64_t in_ns, uint64_t total_bytes, uint64_t ns_bytes,
+                   const Options& options) {
+    return total <= options.max_pending_timers && in_ns <= options.max_pending_per_namespace &&
+           total_bytes <= options.max_pending_bytes && ns_bytes <= options.max_pending_bytes_per_namespace;
+  }
+
   Runtime& runtime_;
   NamespaceState* state_ = nullptr;  // Whose counters the hold was taken from; nullptr: none held.
   uint64_t timers_ = 0;
@@ -137,6 +151,7 @@ void StartCommand::Apply(ShardContext& ctx) {
     }
     const auto [ns_name, id] = Runtime::SplitKey(op.key);
     if (held == nullptr || held->name() != ns_name) {
+      hold.Release();  // The last run's unused quota, before the checks below read the counters.
       // A start refused into a namespace that does not exist yet must not create it, not even until the
       // background pass forgets empty namespaces (it would show in GetStats and take a max_namespaces slot
       // meanwhile): the quotas are checked as for an empty namespace first. (A start racing with others for
@@ -154,7 +169,6 @@ void StartCommand::Apply(ShardContext& ctx) {
           continue;
         }
       }
-      hold.Release();
       if (held != nullptr) held->Release();
       held = nullptr;
       absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);

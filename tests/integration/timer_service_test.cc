@@ -419,6 +419,36 @@ TEST(TimerServiceLimitsTest, BatchesAtTheBoundAdmitExactlyUpToItAndGiveBackWhatT
   EXPECT_EQ(NamespaceStatsOf(*stub, "b").pending_timers(), 150u);
 }
 
+// What a run of starts held and did not use (here: all of it, every item a duplicate) is given back before
+// the next item's checks read the counters: the item into a new namespace fits.
+TEST(TimerServiceLimitsTest, ABatchGivesBackItsUnusedQuotaBeforeItsNextNamespace) {
+  TempDir dir;
+  const std::string config = WriteFile(dir.path() + "/lawn.yaml", "max_pending_timers: 20\n");
+  LawndProcess lawnd(dir.path() + "/data", {"--config", config, "--shards", "1"});
+  lawnd.Start();
+  auto stub = lawnd.stub();
+  v1::StartTimersRequest request;
+  for (int i = 0; i < 10; ++i)
+    *request.add_timers() = TtlRequest("b", "t" + std::to_string(i), std::chrono::hours(1));
+  auto call = [&](v1::StartTimersResponse* response) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return stub->StartTimers(&ctx, request, response);
+  };
+  v1::StartTimersResponse first;
+  ASSERT_TRUE(call(&first).ok());
+  for (const v1::StartTimerResult& r : first.results()) ASSERT_EQ(r.code(), 0) << r.message();
+  // The same 10 again (a run that takes 10, the bound, and uses none), then one into a new namespace.
+  *request.add_timers() = TtlRequest("c", "new", std::chrono::hours(1));
+  v1::StartTimersResponse second;
+  ASSERT_TRUE(call(&second).ok());
+  ASSERT_EQ(second.results_size(), 11);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(second.results(i).code(), static_cast<int>(grpc::StatusCode::ALREADY_EXISTS));
+  EXPECT_EQ(second.results(10).code(), 0) << second.results(10).message();
+  EXPECT_EQ(NamespaceStatsOf(*stub, "c").pending_timers(), 1u);
+}
+
 TEST(LawndStartupTest, BadConfigRefusesToStartNamingTheKey) {
   TempDir dir;
   const std::string config = WriteFile(dir.path() + "/lawn.yaml", "tick: 5 parsecs\n");
