@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/integration/spawn.h"
 
 namespace lawn::testing {
 
@@ -25,21 +26,10 @@ EtcdProcess::EtcdProcess(std::chrono::milliseconds timeout) : log_path_(dir_.pat
       "--heartbeat-interval", "50", "--election-timeout", "500",
       // Tests need etcd's answers, not its durability: no fsync, so a loaded disk does not slow its calls.
       "--unsafe-no-fsync"};
-  pid_ = fork();
-  if (pid_ == 0) {
-    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  std::string error;
+  pid_ = Spawn(args, CurrentEnvironment(), {log_path_, log_path_}, &error);
   if (pid_ <= 0) {
-    ADD_FAILURE() << "fork failed";
+    ADD_FAILURE() << error;
     return;
   }
   // "serving insecure client requests on 127.0.0.1:PORT": the port it bound for the client API.

@@ -20,6 +20,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "gtest/gtest.h"
 #include "tests/integration/lawnd_process.h"
+#include "tests/integration/spawn.h"
 #include "tests/integration/test_client.h"
 
 namespace lawn::testing {
@@ -57,22 +58,11 @@ class Lawnctl {
     out_ += std::to_string(counter);
     err_ += std::to_string(counter++);
     args.insert(args.begin(), LAWNCTL_PATH);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || err < 0) _exit(127);
-      dup2(out, 1);
-      dup2(err, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::unsetenv("LAWN_ADDR");
-      ::unsetenv("LAWN_TOKEN");
-      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    std::vector<std::string> child_env = CurrentEnvironment({"LAWN_ADDR", "LAWN_TOKEN"});
+    for (const auto& [name, value] : env) child_env.push_back(name + "=" + value);
+    std::string error;
+    pid_ = Spawn(args, child_env, {out_, err_, /*append=*/false}, &error);
+    if (pid_ < 0) ADD_FAILURE() << error;
   }
   ~Lawnctl() {
     if (pid_ > 0) {

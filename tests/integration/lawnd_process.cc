@@ -23,6 +23,7 @@
 
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
+#include "tests/integration/spawn.h"
 
 namespace lawn::testing {
 
@@ -31,21 +32,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // This process's environment plus LAWN_MUTEX_DEADLOCK_CHECK=1: lawnd under test keeps Abseil's lock-order
-// check (a cycle aborts it), which production lawnd turns off. Built before fork: the child only execs.
+// check (a cycle aborts it), which production lawnd turns off.
 std::vector<std::string> ChildEnvironment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).substr(0, 26) != "LAWN_MUTEX_DEADLOCK_CHECK=") env.emplace_back(*e);
-  }
+  std::vector<std::string> env = CurrentEnvironment({"LAWN_MUTEX_DEADLOCK_CHECK"});
   env.emplace_back("LAWN_MUTEX_DEADLOCK_CHECK=1");
   return env;
-}
-
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 }  // namespace
@@ -120,20 +111,11 @@ int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
     a.insert(a.end(), extra_args_.begin(), extra_args_.end());
     return a;
   }();
-  std::vector<std::string> env_strings = ChildEnvironment();
-  std::vector<char*> env = Pointers(env_strings);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execve(argv[0], argv.data(), env.data());
-    _exit(127);
+  std::string error;
+  const pid_t pid = Spawn(args, ChildEnvironment(), {log_path_, log_path_}, &error);
+  if (pid < 0) {
+    ADD_FAILURE() << error;
+    return -1;
   }
   pid_ = pid;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -155,22 +137,9 @@ void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
   std::vector<std::string> args = {binary_, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
                                    "--metrics-listen", "", "--shards", "2", "--log-level", "debug"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  std::vector<std::string> env_strings = ChildEnvironment();
-  std::vector<char*> env = Pointers(env_strings);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execve(argv[0], argv.data(), env.data());
-    _exit(127);
-  }
+  std::string error;
+  const pid_t pid = Spawn(args, ChildEnvironment(), {log_path_, log_path_}, &error);
+  ASSERT_GE(pid, 0) << error;
   pid_ = pid;
   const std::regex listening(R"(listening on [^ ]*:(\d+))");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
