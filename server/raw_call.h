@@ -28,6 +28,14 @@ bool ParseMessage(const grpc::ByteBuffer& raw, google::protobuf::Message* msg);
 grpc::Status ParseRequest(const grpc::ByteBuffer* raw, std::string_view method,
                           google::protobuf::Message* msg);
 
+// The request of unary `method` as one piece of bytes on `arena` (gRPC may hold it in several slices), for a
+// method that reads its message itself (server/start_wire.h). INVALID_ARGUMENT as ParseRequest's when the
+// call carried no message; `type` names the message expected.
+grpc::Status RequestBytes(const grpc::ByteBuffer* raw, std::string_view method, std::string_view type,
+                          google::protobuf::Arena* arena, std::string_view* out);
+// ParseRequest's answer to bytes that do not parse as a `type` message.
+grpc::Status NotAValidRequest(std::string_view method, std::string_view type);
+
 // Arena options for a call's messages: `block` (of `size` bytes, owned by the call) first, then blocks that
 // grow to 64 KiB, so a large batch or list takes few allocations.
 inline constexpr size_t kCallArenaInlineBytes = 1024;
@@ -84,7 +92,9 @@ class UnaryCall : public grpc::ServerUnaryReactor {
 // Both messages live on the call's own protobuf arena: a batch of 100 timers parses into a few arena blocks
 // instead of several heap allocations per item (the message, each string object, each result), and all of it
 // is released at once with the call (BENCHMARKS.md section 22). (A string field's characters beyond 15 bytes
-// are still a heap block of its own: protobuf 3.21 keeps a std::string on the arena.) The handler also keeps
+// are still a heap block of its own: protobuf 3.21 keeps a std::string on the arena. So StartTimer and
+// StartTimers, where that was a block per timer, read their bytes with server/start_wire.h instead, and
+// their `request` is an unused Empty.) The handler also keeps
 // what it derives from the request there, such as each start's key (arena()). Workers fill the response from
 // their own threads; protobuf's arena is thread-safe for that.
 template <class Req, class Resp>

@@ -23,6 +23,7 @@
 #include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/shard_command.h"
+#include "server/start_wire.h"
 
 namespace lawn {
 
@@ -42,6 +43,9 @@ struct StartOp {
 // StartTimer (one op) and StartTimers (many): the ops and the RPC to finish when all are done.
 struct StartBatch {
   std::vector<StartOp> ops;
+  // StartTimers: the request's items (views into its bytes on the call's arena) and return_timers.
+  std::vector<StartItem> items;
+  bool return_timers = false;
   std::atomic<size_t> remaining{0};  // Commands still running.
   UnaryCall* call = nullptr;
   v1::StartTimersResponse* batch_response = nullptr;  // The call's; nullptr for the unary StartTimer.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "google/protobuf/empty.pb.h"
 #include "server/proto_convert.h"
 #include "server/start_request.h"
 #include "server/timer_commands.h"
@@ -23,34 +24,33 @@ constexpr int kMaxBatch = 10000;
 
 }  // namespace
 
-// Parses one StartTimerRequest into `op`; `item` names it in messages ("timers[3]." or, below 0, nothing).
-// Declared in server/start_request.h, so tests/fuzz reaches it.
-absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, int item,
-                        google::protobuf::Arena* arena, StartOp* op) {
+// Declared in server/start_request.h, so tests/fuzz reach it.
+absl::Status ParseStart(const StartItem& r, const Options& options, int item, google::protobuf::Arena* arena,
+                        StartOp* op) {
   // The item's name is built only for a refusal: a batch's valid items cost no string work.
   auto refuse = [item](absl::string_view message) {
     return absl::InvalidArgumentError((item < 0 ? std::string() : "timers[" + std::to_string(item) + "].") +
                                       std::string(message));
   };
-  absl::StatusOr<std::string_view> ns = ValidateNamespace(r.namespace_());
+  absl::StatusOr<std::string_view> ns = ValidateNamespace(r.ns);
   if (!ns.ok()) return refuse(ns.status().message());
-  if (absl::Status s = ValidateId(r.id()); !s.ok()) return refuse(s.message());
-  if (r.payload().size() > options.max_payload_bytes) {
-    return refuse("payload: " + std::to_string(r.payload().size()) +
+  if (absl::Status s = ValidateId(r.id); !s.ok()) return refuse(s.message());
+  if (r.payload.size() > options.max_payload_bytes) {
+    return refuse("payload: " + std::to_string(r.payload.size()) +
                   " bytes; allowed up to max_payload_bytes (" + std::to_string(options.max_payload_bytes) +
                   ")");
   }
   const uint64_t tick = static_cast<uint64_t>(options.tick.count());
-  switch (r.when_case()) {
-    case v1::StartTimerRequest::kTtl: {
-      absl::StatusOr<uint64_t> ttl = ValidateDuration("ttl", r.ttl(), 1);
+  switch (r.when) {
+    case StartItem::When::kTtl: {
+      absl::StatusOr<uint64_t> ttl = ValidateDuration("ttl", r.when_time.seconds, r.when_time.nanos, 1);
       if (!ttl.ok()) return refuse(ttl.status().message());
       op->by_ttl = true;
       op->ttl_ns = *ttl;
       break;
     }
-    case v1::StartTimerRequest::kDeadline: {
-      absl::StatusOr<int64_t> deadline = ValidateDeadline("deadline", r.deadline());
+    case StartItem::When::kDeadline: {
+      absl::StatusOr<int64_t> deadline = ValidateDeadline("deadline", r.when_time.seconds, r.when_time.nanos);
       if (!deadline.ok()) return refuse(deadline.status().message());
       op->by_ttl = false;
       op->deadline_unix_ns = *deadline;
@@ -59,22 +59,42 @@ absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, 
     default:
       return refuse("when: exactly one of ttl or deadline is required");
   }
-  if (r.has_interval()) {
-    absl::StatusOr<uint64_t> interval = ValidateDuration("interval", r.interval(), tick);
+  if (r.has_interval) {
+    absl::StatusOr<uint64_t> interval =
+        ValidateDuration("interval", r.interval.seconds, r.interval.nanos, tick);
     if (!interval.ok()) return refuse(interval.status().message());
     op->interval_ns = *interval;
   }
   // namespace \0 id, on the call's arena: a 16-byte id after any namespace is past std::string's inline
   // 15 bytes, so a std::string key was a heap block (malloc and free) per timer.
-  const size_t key_size = ns->size() + 1 + r.id().size();
+  const size_t key_size = ns->size() + 1 + r.id.size();
   char* key = google::protobuf::Arena::CreateArray<char>(arena, key_size);
   std::memcpy(key, ns->data(), ns->size());
   key[ns->size()] = '\0';
-  std::memcpy(key + ns->size() + 1, r.id().data(), r.id().size());
+  std::memcpy(key + ns->size() + 1, r.id.data(), r.id.size());
   op->key = std::string_view(key, key_size);
-  op->payload = r.payload();
-  op->replace = r.replace();
+  op->payload = r.payload;
+  op->replace = r.replace;
   return absl::OkStatus();
+}
+
+absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, int item,
+                        google::protobuf::Arena* arena, StartOp* op) {
+  StartItem view;
+  view.ns = r.namespace_();
+  view.id = r.id();
+  view.payload = r.payload();
+  if (r.has_ttl()) {
+    view.when = StartItem::When::kTtl;
+    view.when_time = {r.ttl().seconds(), r.ttl().nanos()};
+  } else if (r.has_deadline()) {
+    view.when = StartItem::When::kDeadline;
+    view.when_time = {r.deadline().seconds(), r.deadline().nanos()};
+  }
+  view.has_interval = r.has_interval();
+  if (view.has_interval) view.interval = {r.interval().seconds(), r.interval().nanos()};
+  view.replace = r.replace();
+  return ParseStart(view, options, item, arena, op);
 }
 
 namespace {
@@ -135,24 +155,29 @@ grpc::ServerUnaryReactor* TimerServiceImpl::Reject(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::StartTimerRequest, v1::StartTimerResponse>(raw_response, &live_calls_);
+  // Read from its bytes as StartTimers' items are (server/start_wire.h); `request` stays empty.
+  auto* call = new RawUnary<google::protobuf::Empty, v1::StartTimerResponse>(raw_response, &live_calls_);
   absl::StatusOr<Caller> caller = Authenticate(context, "StartTimer");
   if (!caller.ok()) return Reject(context, call, "StartTimer", caller.status());
-  if (grpc::Status s = ParseRequest(raw_request, "StartTimer", &call->request); !s.ok()) {
+  static constexpr std::string_view kType = "lawn.v1.StartTimerRequest";
+  std::string_view bytes;
+  if (grpc::Status s = RequestBytes(raw_request, "StartTimer", kType, call->arena(), &bytes); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
+  StartItem item;
+  if (!ReadStartTimer(bytes, &item))
+    return Reject(context, call, "StartTimer", NotAValidRequest("StartTimer", kType));
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimer", s);
-  if (absl::Status s = auth_.Authorize(*caller, kPermStart, call->request.namespace_(), "StartTimer"); !s.ok()) {
+  if (absl::Status s = auth_.Authorize(*caller, kPermStart, item.ns, "StartTimer"); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
   auto batch = std::make_shared<StartBatch>();
   batch->ops.resize(1);
-  if (absl::Status s = ParseStart(call->request, runtime_.options(), -1, call->arena(), &batch->ops[0]);
-      !s.ok()) {
+  if (absl::Status s = ParseStart(item, runtime_.options(), -1, call->arena(), &batch->ops[0]); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
   if (RouteElsewhere(context, call, "StartTimer", raw_request, batch->ops[0].key)) return call;
-  if (absl::Status s = limiter_.TryTake(call->request.namespace_(), std::chrono::steady_clock::now()); !s.ok()) {
+  if (absl::Status s = limiter_.TryTake(item.ns, std::chrono::steady_clock::now()); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
   }
   batch->ops[0].out = call->response.mutable_timer();
@@ -170,22 +195,28 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* raw_request,
                                                         grpc::ByteBuffer* raw_response) {
-  auto* call = new RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>(raw_response, &live_calls_);
+  // The request is read from its bytes (server/start_wire.h: no heap block per id); `request` stays empty.
+  auto* call = new RawUnary<google::protobuf::Empty, v1::StartTimersResponse>(raw_response, &live_calls_);
   absl::StatusOr<Caller> caller = Authenticate(context, "StartTimers");
   if (!caller.ok()) return Reject(context, call, "StartTimers", caller.status());
-  if (grpc::Status s = ParseRequest(raw_request, "StartTimers", &call->request); !s.ok()) {
+  static constexpr std::string_view kType = "lawn.v1.StartTimersRequest";
+  std::string_view bytes;
+  if (grpc::Status s = RequestBytes(raw_request, "StartTimers", kType, call->arena(), &bytes); !s.ok()) {
     return Reject(context, call, "StartTimers", s);
   }
+  auto batch = std::make_shared<StartBatch>();
+  if (!ReadStartTimers(bytes, &batch->items, &batch->return_timers)) {
+    return Reject(context, call, "StartTimers", NotAValidRequest("StartTimers", kType));
+  }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimers", s);
-  const v1::StartTimersRequest& request = call->request;
+  const std::vector<StartItem>& items = batch->items;
   v1::StartTimersResponse& response = call->response;
-  const int n = request.timers_size();
+  const int n = static_cast<int>(items.size());
   if (n > kMaxBatch) {
     return Reject(context, call, "StartTimers",
                   absl::InvalidArgumentError("timers: " + std::to_string(n) + " items; allowed up to " +
                                              std::to_string(kMaxBatch) + " per StartTimers call"));
   }
-  auto batch = std::make_shared<StartBatch>();
   batch->ops.resize(static_cast<size_t>(n));
   batch->call = call;
   batch->batch_response = &response;
@@ -202,10 +233,10 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
   absl::flat_hash_map<std::string, std::vector<uint32_t>> remote;
   for (int i = 0; i < n; ++i) {
     StartOp& op = batch->ops[static_cast<size_t>(i)];
-    const std::string& ns = request.timers(i).namespace_();
+    const std::string_view ns = items[static_cast<size_t>(i)].ns;
     op.status = auth_.Authorize(*caller, kPermStart, ns, "StartTimers");
     if (op.status.ok()) {
-      op.status = ParseStart(request.timers(i), runtime_.options(), i, call->arena(), &op);
+      op.status = ParseStart(items[static_cast<size_t>(i)], runtime_.options(), i, call->arena(), &op);
     }
     if (op.status.ok() && cluster) {
       if (router == nullptr) {
@@ -228,7 +259,7 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     if (op.status.ok()) op.status = limiter_.TryTake(ns, now);
     if (!op.status.ok()) continue;
     // Codes only unless asked: no Timer is built (or sent) per item by default.
-    if (request.return_timers()) op.out = response.mutable_results(i)->mutable_timer();
+    if (batch->return_timers) op.out = response.mutable_results(i)->mutable_timer();
     per_shard[runtime_.ShardFor(op.key)].push_back(static_cast<uint32_t>(i));
   }
   size_t commands = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/proto_convert.h"
+#include "server/start_wire.h"
 #include "server/timer_commands.h"
 #include "server/timer_service.h"
 
@@ -108,17 +109,13 @@ grpc::ServerUnaryReactor* TimerServiceImpl::FanOutStats(grpc::CallbackServerCont
 void TimerServiceImpl::ForwardStarts(grpc::CallbackServerContext* context, ClusterRouter* router,
                                      const std::string& address, std::vector<uint32_t> items,
                                      std::shared_ptr<StartBatch> batch) {
-  const auto& request = static_cast<RawUnary<v1::StartTimersRequest, v1::StartTimersResponse>*>(batch->call)->request;
+  // The owner's part of the request: each of its items as the client encoded it (field 1, timers).
   v1::StartTimersRequest part;
-  part.set_return_timers(request.return_timers());
-  part.mutable_timers()->Reserve(static_cast<int>(items.size()));
-  for (uint32_t i : items) *part.add_timers() = request.timers(static_cast<int>(i));
-  grpc::ByteBuffer bytes;
-  if (grpc::Status s = SerializeMessage(part, &bytes); !s.ok()) {
-    for (uint32_t i : items) batch->ops[i].status = absl::InternalError("cannot forward: " + s.error_message());
-    if (batch->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) batch->Finish();
-    return;
-  }
+  part.set_return_timers(batch->return_timers);
+  std::string encoded = part.SerializeAsString();
+  for (uint32_t i : items) AppendStartItem(batch->items[i].encoded, &encoded);
+  grpc::Slice slice(std::move(encoded));
+  grpc::ByteBuffer bytes(&slice, 1);
   router->Forward(
       address, "/lawn.v1.TimerService/StartTimers", *context, bytes,
       [items = std::move(items), batch = std::move(batch)](const grpc::Status& status, const grpc::ByteBuffer& raw) {

@@ -34,10 +34,10 @@ absl::Status ValidateId(std::string_view id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, const google::protobuf::Duration& d,
+absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, int64_t seconds, int32_t nanos,
                                           uint64_t min_ns) {
-  const int64_t s = d.seconds();
-  const int32_t n = d.nanos();
+  const int64_t s = seconds;
+  const int32_t n = nanos;
   if (n < -999'999'999 || n > 999'999'999 || (s > 0 && n < 0) || (s < 0 && n > 0)) {
     return absl::InvalidArgumentError(S(field) + ": malformed Duration (nanos out of range or sign mismatch)");
   }
@@ -51,13 +51,13 @@ absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, const google::
   return ns;
 }
 
-absl::StatusOr<int64_t> ValidateDeadline(std::string_view field, const google::protobuf::Timestamp& t) {
+absl::StatusOr<int64_t> ValidateDeadline(std::string_view field, int64_t seconds, int32_t nanos) {
   // Every instant representable as int64 ns since the epoch (1677-09-21T00:12:43.145224192Z ..
   // 2262-04-11T23:47:16.854775807Z) is accepted; pre-1970 deadlines are simply past.
-  if (t.nanos() < 0 || t.nanos() > 999'999'999) {
+  if (nanos < 0 || nanos > 999'999'999) {
     return absl::InvalidArgumentError(S(field) + ": nanos must be in 0..999999999");
   }
-  const __int128 ns = static_cast<__int128>(t.seconds()) * 1'000'000'000 + t.nanos();
+  const __int128 ns = static_cast<__int128>(seconds) * 1'000'000'000 + nanos;
   if (ns > INT64_MAX || ns < INT64_MIN) {
     return absl::InvalidArgumentError(S(field) + ": must be between 1678 and 2262 (int64 ns since the epoch)");
   }

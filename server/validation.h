@@ -23,9 +23,17 @@ inline constexpr std::string_view kDefaultNamespace = "default";
 absl::StatusOr<std::string_view> ValidateNamespace(std::string_view ns);
 absl::Status ValidateId(std::string_view id);
 // A Duration used as a ttl or interval: positive, normalized, at least `min_ns`, at most 100 years.
-absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, const google::protobuf::Duration& d,
+absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, int64_t seconds, int32_t nanos,
                                           uint64_t min_ns);
+inline absl::StatusOr<uint64_t> ValidateDuration(std::string_view field, const google::protobuf::Duration& d,
+                                                 uint64_t min_ns) {
+  return ValidateDuration(field, d.seconds(), d.nanos(), min_ns);
+}
 // A Timestamp deadline as Unix ns; must be representable as int64 ns (before 2262-04-11).
-absl::StatusOr<int64_t> ValidateDeadline(std::string_view field, const google::protobuf::Timestamp& t);
+absl::StatusOr<int64_t> ValidateDeadline(std::string_view field, int64_t seconds, int32_t nanos);
+inline absl::StatusOr<int64_t> ValidateDeadline(std::string_view field,
+                                                const google::protobuf::Timestamp& t) {
+  return ValidateDeadline(field, t.seconds(), t.nanos());
+}
 
 }  // namespace lawn

@@ -12,6 +12,8 @@
 //   * a refused item is INVALID_ARGUMENT with a message that starts with the item's prefix ("timers[i].").
 // A StartTimers call of more than 10,000 items is refused whole before any item is parsed (as
 // TimerServiceImpl::StartTimers does), so only the count is checked for those.
+// lawnd reads StartTimers requests with its own wire reader (server/start_wire.h), not protobuf: on every
+// input it must accept what protobuf accepts and read the same values (tests/server/start_wire_compare.h).
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -28,6 +30,7 @@
 #include "server/timer_commands.h"
 #include "server/validation.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/server/start_wire_compare.h"
 
 namespace lawn {
 namespace {
@@ -155,5 +158,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool batch_ok = batch.ParseFromArray(data, static_cast<int>(size));
   const bool single_ok = single.ParseFromArray(data, static_cast<int>(size));
   lawn::CheckAll(single_ok ? &single : nullptr, batch_ok ? &batch : nullptr);
+  const std::string wire =
+      lawn::testing::DiffWireAndProtobuf(std::string_view(reinterpret_cast<const char*>(data), size));
+  FUZZ_CHECK(wire.empty(), "server/start_wire.h and protobuf differ: %s", wire.c_str());
   return 0;
 }
