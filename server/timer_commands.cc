@@ -194,12 +194,11 @@ void StartCommand::Apply(ShardContext& ctx) {
                                                full + " of unacknowledged expirations; subscribe and ack them");
       continue;
     }
-    const std::optional<TimerView> existing = ctx.shard().Get(op.key);
+    // Only a replace needs the timer it replaces (its bytes for the quota, its record's key): a plain start
+    // lets Start find a duplicate, so the index is probed once, not twice.
+    const std::optional<TimerView> existing =
+        op.replace ? ctx.shard().Get(op.key) : std::optional<TimerView>();
     const bool exists = existing.has_value();
-    if (exists && !op.replace) {
-      op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
-      continue;
-    }
     // Quotas are reserved before the start (optimistic add, rolled back on refusal or failure) so concurrent
     // shards never admit past a bound together. A replace changes the byte count only.
     const uint64_t bytes = op.key.size() + op.payload.size();
@@ -246,6 +245,9 @@ void StartCommand::Apply(ShardContext& ctx) {
         batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
       }
     });
+    if (absl::IsAlreadyExists(op.status)) {
+      op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
+    }
     if (op.status.ok()) {
       ctx.counters().starts++;
       if (freed_bytes != 0) {
