@@ -16,6 +16,10 @@ std::string Describe(std::string_view key) {
   return "timer '" + PrintableId(id) + "' in namespace '" + std::string(ns) + "'";
 }
 
+absl::Status AlreadyExists(std::string_view key) {
+  return absl::AlreadyExistsError(Describe(key) + " already exists; set replace to overwrite it");
+}
+
 When WhenOf(const Runtime& runtime, bool by_ttl, uint64_t ttl_ns, int64_t deadline_unix_ns) {
   // A deadline in the past maps to a monotonic time already passed: it fires at once.
   return by_ttl ? When::After(ttl_ns) : When::At(runtime.time().ToMono(deadline_unix_ns));
@@ -223,7 +227,11 @@ void StartCommand::Apply(ShardContext& ctx) {
           QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
       if (!refused.empty()) {
         unreserve();
-        op.status = absl::ResourceExhaustedError(refused);
+        // A plain start of an id that exists is ALREADY_EXISTS, at the bound too: a client retrying a start
+        // whose answer it lost learns that its timer is there. (Looked up only here, on the refusal.)
+        op.status = !op.replace && ctx.shard().Get(op.key).has_value()
+                        ? AlreadyExists(op.key)
+                        : absl::ResourceExhaustedError(refused);
         continue;
       }
     }
@@ -245,9 +253,7 @@ void StartCommand::Apply(ShardContext& ctx) {
         batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
       }
     });
-    if (absl::IsAlreadyExists(op.status)) {
-      op.status = absl::AlreadyExistsError(Describe(op.key) + " already exists; set replace to overwrite it");
-    }
+    if (absl::IsAlreadyExists(op.status)) op.status = AlreadyExists(op.key);
     if (op.status.ok()) {
       ctx.counters().starts++;
       if (freed_bytes != 0) {

@@ -344,6 +344,20 @@ TEST(TimerServiceLimitsTest, PendingLimitsAreResourceExhausted) {
   v1::StartTimerRequest r = TtlRequest("a", "t0", milliseconds(60000));
   r.set_replace(true);
   EXPECT_TRUE(Call(*stub, r).ok());
+  // A start of an id that exists is ALREADY_EXISTS even at the bound (a retry learns its timer is there),
+  // alone and in a batch.
+  s = StartTtl(*stub, "a", "t1", milliseconds(60000));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS) << s.error_message();
+  v1::StartTimersRequest batch;
+  for (const char* id : {"t1", "t2", "t9"}) *batch.add_timers() = TtlRequest("a", id, milliseconds(60000));
+  v1::StartTimersResponse answer;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(stub->StartTimers(&ctx, batch, &answer).ok());
+  ASSERT_EQ(answer.results_size(), 3);
+  EXPECT_EQ(answer.results(0).code(), grpc::StatusCode::ALREADY_EXISTS) << answer.results(0).message();
+  EXPECT_EQ(answer.results(1).code(), grpc::StatusCode::ALREADY_EXISTS) << answer.results(1).message();
+  EXPECT_EQ(answer.results(2).code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << answer.results(2).message();
 }
 
 // StartTimers takes the quota of a namespace's items at once (QuotaHold in server/timer_commands.cc): at the
