@@ -228,14 +228,18 @@ bool ReadStartTimer(std::string_view bytes, StartItem* item) {
   return ReadItem(r, item);
 }
 
-bool ReadStartTimers(std::string_view bytes, std::vector<StartItem>* items, bool* return_timers) {
+bool ReadStartTimers(std::string_view bytes, size_t max_items, std::vector<StartItem>* items, size_t* count,
+                     bool* return_timers) {
   items->clear();
+  *count = 0;
   *return_timers = false;
+  StartItem past_max;  // Items beyond max_items are read into this one.
   Reader r(bytes, kRecursionLimit);
   return ReadFields(r, [&](uint32_t tag) {
     if (tag == (1 << 3 | kLengthDelimited)) {  // repeated StartTimerRequest timers
       Reader item_reader(std::string_view(), 0);
-      StartItem& item = items->emplace_back();
+      StartItem& item = items->size() < max_items ? items->emplace_back() : (past_max = StartItem());
+      ++*count;
       if (!Nested(r, &item_reader, &item.encoded)) return -1;
       return ReadItem(item_reader, &item) ? 1 : -1;
     }

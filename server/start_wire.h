@@ -8,12 +8,13 @@
 // server/raw_call.cc runs it) accepts, with the same field values: the last occurrence of a scalar wins,
 // repeated occurrences of a message field merge, a oneof member replaces the other, unknown fields (groups
 // too, to protobuf's nesting limit of 100) are skipped, a field of a known number but another wire type is
-// unknown, and `namespace` must be valid UTF-8 (a proto3 string). tests/fuzz/start_wire_fuzz.cc checks that
-// agreement on arbitrary bytes.
+// unknown, and `namespace` must be valid UTF-8 (a proto3 string). tests/server/start_wire_test.cc and the
+// fuzz target tests/fuzz/start_timer_fuzz.cc check that agreement.
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,9 +42,12 @@ struct StartItem {
   std::string_view encoded;  // The item's own bytes (its length-delimited field's contents).
 };
 
-// Reads a lawn.v1.StartTimersRequest: its items are appended to `items` (cleared first), return_timers goes
-// to `return_timers`. False if the bytes are not a valid message.
-bool ReadStartTimers(std::string_view bytes, std::vector<StartItem>* items, bool* return_timers);
+// Reads a lawn.v1.StartTimersRequest: its first `max_items` items go to `items` (cleared first), the number
+// of all its items to `count`, return_timers to `return_timers`. Items past `max_items` are read (the request
+// is valid or not as a whole) but not kept, so a request of millions of tiny items holds no memory for them
+// (the service refuses more than 10,000). False if the bytes are not a valid message.
+bool ReadStartTimers(std::string_view bytes, size_t max_items, std::vector<StartItem>* items, size_t* count,
+                     bool* return_timers);
 
 // Appends an item (a StartTimerRequest's encoding, such as StartItem::encoded) to the encoding of a
 // StartTimersRequest in `out`, as its field 1 (timers).

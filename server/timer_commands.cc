@@ -198,8 +198,8 @@ void StartCommand::Apply(ShardContext& ctx) {
                                                full + " of unacknowledged expirations; subscribe and ack them");
       continue;
     }
-    // Only a replace needs the timer it replaces (its bytes for the quota, its record's key): a plain start
-    // lets Start find a duplicate, so the index is probed once, not twice.
+    // A replace needs the timer it replaces (its bytes for the quota, its record's key). A plain start that
+    // draws from its run's hold lets Start find a duplicate, so a batch probes the index once per start.
     const std::optional<TimerView> existing =
         op.replace ? ctx.shard().Get(op.key) : std::optional<TimerView>();
     const bool exists = existing.has_value();
@@ -218,6 +218,12 @@ void StartCommand::Apply(ShardContext& ctx) {
     };
     const bool drawn = hold.Draw(added_timers, added_bytes);
     if (!drawn) {
+      // Without a hold, a plain start looks for a duplicate before it touches the shared counters: a retried
+      // start is ALREADY_EXISTS at a bound too, and a duplicate never counts against one, even for a moment.
+      if (!op.replace && ctx.shard().Get(op.key).has_value()) {
+        op.status = AlreadyExists(op.key);
+        continue;
+      }
       const uint64_t total = runtime.total_pending().fetch_add(added_timers, std::memory_order_relaxed);
       const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
       const uint64_t total_bytes =
@@ -227,11 +233,7 @@ void StartCommand::Apply(ShardContext& ctx) {
           QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
       if (!refused.empty()) {
         unreserve();
-        // A plain start of an id that exists is ALREADY_EXISTS, at the bound too: a client retrying a start
-        // whose answer it lost learns that its timer is there. (Looked up only here, on the refusal.)
-        op.status = !op.replace && ctx.shard().Get(op.key).has_value()
-                        ? AlreadyExists(op.key)
-                        : absl::ResourceExhaustedError(refused);
+        op.status = absl::ResourceExhaustedError(refused);
         continue;
       }
     }

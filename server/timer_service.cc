@@ -165,8 +165,9 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimer(grpc::CallbackServerConte
     return Reject(context, call, "StartTimer", s);
   }
   StartItem item;
-  if (!ReadStartTimer(bytes, &item))
+  if (!ReadStartTimer(bytes, &item)) {
     return Reject(context, call, "StartTimer", NotAValidRequest("StartTimer", kType));
+  }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimer", s);
   if (absl::Status s = auth_.Authorize(*caller, kPermStart, item.ns, "StartTimer"); !s.ok()) {
     return Reject(context, call, "StartTimer", s);
@@ -205,18 +206,19 @@ grpc::ServerUnaryReactor* TimerServiceImpl::StartTimers(grpc::CallbackServerCont
     return Reject(context, call, "StartTimers", s);
   }
   auto batch = std::make_shared<StartBatch>();
-  if (!ReadStartTimers(bytes, &batch->items, &batch->return_timers)) {
+  size_t count = 0;
+  if (!ReadStartTimers(bytes, kMaxBatch, &batch->items, &count, &batch->return_timers)) {
     return Reject(context, call, "StartTimers", NotAValidRequest("StartTimers", kType));
   }
   if (absl::Status s = Admit(true); !s.ok()) return Reject(context, call, "StartTimers", s);
+  if (count > static_cast<size_t>(kMaxBatch)) {
+    return Reject(context, call, "StartTimers",
+                  absl::InvalidArgumentError("timers: " + std::to_string(count) + " items; allowed up to " +
+                                             std::to_string(kMaxBatch) + " per StartTimers call"));
+  }
   const std::vector<StartItem>& items = batch->items;
   v1::StartTimersResponse& response = call->response;
   const int n = static_cast<int>(items.size());
-  if (n > kMaxBatch) {
-    return Reject(context, call, "StartTimers",
-                  absl::InvalidArgumentError("timers: " + std::to_string(n) + " items; allowed up to " +
-                                             std::to_string(kMaxBatch) + " per StartTimers call"));
-  }
   batch->ops.resize(static_cast<size_t>(n));
   batch->call = call;
   batch->batch_response = &response;

@@ -114,7 +114,7 @@ void TimerServiceImpl::ForwardStarts(grpc::CallbackServerContext* context, Clust
   part.set_return_timers(batch->return_timers);
   std::string encoded = part.SerializeAsString();
   for (uint32_t i : items) AppendStartItem(batch->items[i].encoded, &encoded);
-  grpc::Slice slice(std::move(encoded));
+  grpc::Slice slice(encoded.data(), encoded.size());  // A copy: this gRPC's Slice cannot adopt a string.
   grpc::ByteBuffer bytes(&slice, 1);
   router->Forward(
       address, "/lawn.v1.TimerService/StartTimers", *context, bytes,

@@ -356,6 +356,9 @@ TEST(TimerServiceLimitsTest, PendingLimitsAreResourceExhausted) {
   ASSERT_TRUE(stub->StartTimers(&ctx, batch, &answer).ok());
   ASSERT_EQ(answer.results_size(), 3);
   EXPECT_EQ(answer.results(0).code(), grpc::StatusCode::ALREADY_EXISTS) << answer.results(0).message();
+  EXPECT_EQ(answer.results(0).message(),
+            "timer 't1' in namespace 'a' already exists; set replace to overwrite it");
+  EXPECT_EQ(s.error_message(), answer.results(0).message());
   EXPECT_EQ(answer.results(1).code(), grpc::StatusCode::ALREADY_EXISTS) << answer.results(1).message();
   EXPECT_EQ(answer.results(2).code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << answer.results(2).message();
 }

@@ -2,6 +2,7 @@
 // (tests/server/start_wire_test.cc) and the fuzz target (tests/fuzz/start_timer_fuzz.cc).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,12 +57,15 @@ inline std::string DiffWireAndProtobuf(std::string_view bytes) {
   v1::StartTimersRequest batch;
   const bool batch_ok = batch.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   std::vector<StartItem> items;
+  size_t count = 0;
   bool return_timers = false;
-  if (ReadStartTimers(bytes, &items, &return_timers) != batch_ok) {
+  if (ReadStartTimers(bytes, SIZE_MAX, &items, &count, &return_timers) != batch_ok) {
     return batch_ok ? "StartTimers: refused" : "StartTimers: accepted";
   }
   if (!batch_ok) return "";
-  if (items.size() != static_cast<size_t>(batch.timers_size())) return "StartTimers: item count";
+  if (items.size() != static_cast<size_t>(batch.timers_size()) || count != items.size()) {
+    return "StartTimers: item count";
+  }
   if (return_timers != batch.return_timers()) return "StartTimers: return_timers";
   std::string rebuilt;
   for (size_t i = 0; i < items.size(); ++i) {

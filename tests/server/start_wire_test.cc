@@ -1,12 +1,16 @@
 // server/start_wire.h against protobuf's own parser: the same bytes accepted, the same values read.
 #include "server/start_wire.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/duration.pb.h"
 #include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/timestamp.pb.h"
 #include "gtest/gtest.h"
 #include "lawn/v1/timer.pb.h"
 #include "tests/server/start_wire_compare.h"
@@ -64,10 +68,12 @@ TEST(StartWireTest, ReadsWhatProtobufWrites) {
   const v1::StartTimersRequest r = SampleRequest();
   const std::string bytes = r.SerializeAsString();
   std::vector<StartItem> items;
+  size_t count = 0;
   bool return_timers = false;
-  ASSERT_TRUE(ReadStartTimers(bytes, &items, &return_timers));
+  ASSERT_TRUE(ReadStartTimers(bytes, SIZE_MAX, &items, &count, &return_timers));
   EXPECT_TRUE(return_timers);
   ASSERT_EQ(items.size(), 5u);
+  EXPECT_EQ(count, 5u);
   EXPECT_EQ(items[1].ns, "orders");
   EXPECT_EQ(items[1].id, "an-id-longer-than-sixteen-bytes-1");
   EXPECT_EQ(items[0].when, StartItem::When::kTtl);
@@ -87,10 +93,77 @@ TEST(StartWireTest, ReadsWhatProtobufWrites) {
 
 TEST(StartWireTest, AnEmptyRequestHasNoItems) {
   std::vector<StartItem> items(3);
+  size_t count = 7;
   bool return_timers = true;
-  EXPECT_TRUE(ReadStartTimers("", &items, &return_timers));
+  EXPECT_TRUE(ReadStartTimers("", SIZE_MAX, &items, &count, &return_timers));
   EXPECT_TRUE(items.empty());
+  EXPECT_EQ(count, 0u);
   EXPECT_FALSE(return_timers);
+}
+
+// Items past max_items are counted and checked, not kept: 20,000 empty items hold 10 StartItems.
+TEST(StartWireTest, ItemsPastTheMaximumAreCountedNotKept) {
+  std::string bytes;
+  for (int i = 0; i < 20'000; ++i) bytes += Field(1, "");
+  std::vector<StartItem> items;
+  size_t count = 0;
+  bool return_timers = false;
+  ASSERT_TRUE(ReadStartTimers(bytes, 10, &items, &count, &return_timers));
+  EXPECT_EQ(items.size(), 10u);
+  EXPECT_EQ(count, 20'000u);
+  // Still valid or not as a whole: a bad item past the maximum fails the request.
+  google::protobuf::LogSilencer quiet;
+  bytes += Field(1, Field(1, "\xff"));
+  EXPECT_FALSE(ReadStartTimers(bytes, 10, &items, &count, &return_timers));
+}
+
+// The reader knows these fields by number and wire type; a field added to either message would be skipped as
+// unknown until server/start_wire.cc learns it, so adding one fails here first.
+TEST(StartWireTest, TheMessagesHaveExactlyTheFieldsTheReaderReads) {
+  using google::protobuf::FieldDescriptor;
+  struct Expected {
+    int number;
+    const char* name;
+    FieldDescriptor::Type type;
+    const char* message;  // Its type's full name, for a message field.
+  };
+  const google::protobuf::Descriptor* item = v1::StartTimerRequest::descriptor();
+  const std::vector<Expected> item_fields = {
+      {1, "namespace", FieldDescriptor::TYPE_STRING, ""},
+      {2, "id", FieldDescriptor::TYPE_BYTES, ""},
+      {3, "ttl", FieldDescriptor::TYPE_MESSAGE, "google.protobuf.Duration"},
+      {4, "deadline", FieldDescriptor::TYPE_MESSAGE, "google.protobuf.Timestamp"},
+      {5, "payload", FieldDescriptor::TYPE_BYTES, ""},
+      {6, "interval", FieldDescriptor::TYPE_MESSAGE, "google.protobuf.Duration"},
+      {7, "replace", FieldDescriptor::TYPE_BOOL, ""},
+  };
+  ASSERT_EQ(item->field_count(), static_cast<int>(item_fields.size()));
+  for (const Expected& e : item_fields) {
+    const FieldDescriptor* f = item->FindFieldByNumber(e.number);
+    ASSERT_NE(f, nullptr) << e.name;
+    EXPECT_EQ(f->name(), e.name);
+    EXPECT_EQ(f->type(), e.type) << e.name;
+    EXPECT_FALSE(f->is_repeated()) << e.name;
+    if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
+      EXPECT_EQ(f->message_type()->full_name(), e.message);
+    }
+  }
+  ASSERT_NE(item->FindFieldByNumber(3)->containing_oneof(), nullptr);
+  EXPECT_EQ(item->FindFieldByNumber(3)->containing_oneof(), item->FindFieldByNumber(4)->containing_oneof());
+  EXPECT_EQ(item->oneof_decl_count(), 1);
+  const google::protobuf::Descriptor* batch = v1::StartTimersRequest::descriptor();
+  ASSERT_EQ(batch->field_count(), 2);
+  ASSERT_NE(batch->FindFieldByNumber(1), nullptr);
+  EXPECT_TRUE(batch->FindFieldByNumber(1)->is_repeated());
+  EXPECT_EQ(batch->FindFieldByNumber(1)->message_type(), item);
+  ASSERT_NE(batch->FindFieldByNumber(2), nullptr);
+  EXPECT_EQ(batch->FindFieldByNumber(2)->type(), FieldDescriptor::TYPE_BOOL);
+  for (const google::protobuf::Descriptor* time :
+       {google::protobuf::Duration::descriptor(), google::protobuf::Timestamp::descriptor()}) {
+    ASSERT_EQ(time->field_count(), 2);
+    EXPECT_EQ(time->FindFieldByNumber(1)->type(), FieldDescriptor::TYPE_INT64);
+    EXPECT_EQ(time->FindFieldByNumber(2)->type(), FieldDescriptor::TYPE_INT32);
+  }
 }
 
 // Protobuf's rules for repeated and conflicting fields, each checked for its value and against protobuf.
@@ -127,9 +200,13 @@ TEST(StartWireTest, MalformedBytesAreRefusedAsProtobufRefusesThem) {
     std::string bytes;
     bool valid;  // As a StartTimerRequest.
   };
-  std::string nested_groups_ok, nested_groups_too_deep;
-  for (int i = 0; i < 90; ++i) nested_groups_ok = Tag(9, 3) + nested_groups_ok + Tag(9, 4);
-  for (int i = 0; i < 101; ++i) nested_groups_too_deep = Tag(9, 3) + nested_groups_too_deep + Tag(9, 4);
+  // protobuf's recursion limit is 100 levels below the message parsed: each group takes one, and so does the
+  // item of a StartTimersRequest.
+  auto nested_groups = [](int n) {
+    std::string groups;
+    for (int i = 0; i < n; ++i) groups = Tag(9, 3) + groups + Tag(9, 4);
+    return groups;
+  };
   const std::vector<Case> cases = {
       {"namespace not UTF-8", Field(1, "\xff\xfe") + valid_item, false},
       {"id not UTF-8 (bytes)", Field(2, "\xff\xfe") + Field(3, Time(1, 0)), true},
@@ -141,8 +218,8 @@ TEST(StartWireTest, MalformedBytesAreRefusedAsProtobufRefusesThem) {
       {"group", valid_item + Tag(9, 3) + VarintField(1, 1) + Tag(9, 4), true},
       {"group ended by another field's end", valid_item + Tag(9, 3) + Tag(8, 4), false},
       {"group never ended", valid_item + Tag(9, 3) + VarintField(1, 1), false},
-      {"90 nested groups", valid_item + nested_groups_ok, true},
-      {"101 nested groups", valid_item + nested_groups_too_deep, false},
+      {"100 nested groups", valid_item + nested_groups(100), true},
+      {"101 nested groups", valid_item + nested_groups(101), false},
       {"length past the end", Tag(2, 2) + Varint(10) + "abc", false},
       {"size varint of 6 bytes", Tag(2, 2) + std::string("\x83\x80\x80\x80\x80\x00", 6) + "abc", false},
       {"size varint of 5 bytes", Tag(2, 2) + std::string("\x83\x80\x80\x80\x00", 5) + "abc", true},
@@ -163,6 +240,15 @@ TEST(StartWireTest, MalformedBytesAreRefusedAsProtobufRefusesThem) {
     EXPECT_EQ(DiffWireAndProtobuf(c.bytes), "") << c.name;
     EXPECT_EQ(DiffWireAndProtobuf(Field(1, c.bytes)), "") << c.name << ", as a StartTimers item";
   }
+  // Inside a StartTimers item, one level is the item's own.
+  std::vector<StartItem> items;
+  size_t count = 0;
+  bool return_timers = false;
+  EXPECT_TRUE(
+      ReadStartTimers(Field(1, valid_item + nested_groups(99)), SIZE_MAX, &items, &count, &return_timers));
+  EXPECT_FALSE(
+      ReadStartTimers(Field(1, valid_item + nested_groups(100)), SIZE_MAX, &items, &count, &return_timers));
+  EXPECT_EQ(DiffWireAndProtobuf(Field(1, valid_item + nested_groups(99))), "");
 }
 
 // Bytes near valid requests (mutated, cut, spliced) and random bytes: both parsers always agree.
@@ -180,15 +266,21 @@ TEST(StartWireTest, AgreesWithProtobufOnMutatedRequests) {
         case 0:
           if (!bytes.empty()) bytes[at] = static_cast<char>(rng());
           break;
-        case 1:
-          bytes.insert(at, 1, static_cast<char>(rng() % 2 ? rng() : rng() % 0x40));
+        case 1: {
+          const bool low = rng() % 2 == 0;  // Small bytes are tags and sizes of the fields that exist.
+          const uint64_t value = rng();
+          bytes.insert(at, 1, static_cast<char>(low ? value % 0x40 : value));
           break;
+        }
         case 2:
           bytes.resize(at);
           break;
-        case 3:
-          bytes.insert(at, base.substr(rng() % base.size(), rng() % 24));
+        case 3: {
+          const size_t from = rng() % base.size();
+          const size_t length = rng() % 24;
+          bytes.insert(at, base.substr(from, length));
           break;
+        }
         default:
           if (!bytes.empty()) bytes.erase(at, 1 + rng() % 8);
       }
