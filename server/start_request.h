@@ -10,7 +10,6 @@
 #include "absl/status/status.h"
 #include "config/options.h"
 #include "google/protobuf/arena.h"
-#include "lawn/v1/timer.pb.h"
 #include "server/start_wire.h"
 #include "server/timer_commands.h"
 
@@ -24,8 +23,5 @@ namespace lawn {
 // the field.
 absl::Status ParseStart(const StartItem& r, const Options& options, int item, google::protobuf::Arena* arena,
                         StartOp* op);
-// The same for a parsed message (views into `r`).
-absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, int item,
-                        google::protobuf::Arena* arena, StartOp* op);
 
 }  // namespace lawn

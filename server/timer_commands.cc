@@ -37,11 +37,11 @@ absl::Status AfterWrite(const absl::Status& applied, bool wrote, const absl::Sta
 // quota, given the counts before it (lawnd-wide, and in namespace `ns_name`); "" when it fits.
 std::string QuotaRefusal(const Options& options, std::string_view ns_name, uint64_t total, uint64_t in_ns,
                          uint64_t total_bytes, uint64_t ns_bytes, uint64_t added_timers, uint64_t added_bytes) {
-  if (added_timers != 0 && total >= options.max_pending_timers) {
+  if (added_timers != 0 && total + added_timers > options.max_pending_timers) {
     return "lawnd holds max_pending_timers (" + std::to_string(options.max_pending_timers) +
            ") pending timers; delete some or raise the limit";
   }
-  if (added_timers != 0 && in_ns >= options.max_pending_per_namespace) {
+  if (added_timers != 0 && in_ns + added_timers > options.max_pending_per_namespace) {
     return "namespace '" + std::string(ns_name) + "' holds max_pending_per_namespace (" +
            std::to_string(options.max_pending_per_namespace) + ") pending timers";
   }
@@ -72,26 +72,29 @@ class QuotaHold {
   QuotaHold& operator=(const QuotaHold&) = delete;
   ~QuotaHold() { Release(); }
 
-  // Takes `timers` and `bytes` for `state` if the bounds of `options` allow all of it; else takes nothing.
-  void Take(NamespaceState& state, uint64_t timers, uint64_t bytes, const Options& options) {
+  // Takes `timers` and `bytes` for `state` if the bounds of `options` allow all of it and returns ""; else
+  // takes nothing and returns QuotaRefusal's message.
+  std::string Take(NamespaceState& state, std::string_view ns_name, uint64_t timers, uint64_t bytes,
+                   const Options& options) {
     Release();
-    // A run that clearly does not fit takes nothing, not even for a moment (it would be counted against
+    // A share that clearly does not fit takes nothing, not even for a moment (it would be counted against
     // starts elsewhere until taken back).
-    if (!Fits(runtime_.total_pending().load(std::memory_order_relaxed) + timers,
-              state.pending.load(std::memory_order_relaxed) + timers,
-              runtime_.total_pending_bytes().load(std::memory_order_relaxed) + bytes,
-              state.pending_bytes.load(std::memory_order_relaxed) + bytes, options)) {
-      return;
-    }
-    const uint64_t total = runtime_.total_pending().fetch_add(timers, std::memory_order_relaxed) + timers;
-    const uint64_t in_ns = state.pending.fetch_add(timers, std::memory_order_relaxed) + timers;
-    const uint64_t total_bytes =
-        runtime_.total_pending_bytes().fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    const uint64_t ns_bytes = state.pending_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    std::string refused =
+        QuotaRefusal(options, ns_name, runtime_.total_pending().load(std::memory_order_relaxed),
+                     state.pending.load(std::memory_order_relaxed),
+                     runtime_.total_pending_bytes().load(std::memory_order_relaxed),
+                     state.pending_bytes.load(std::memory_order_relaxed), timers, bytes);
+    if (!refused.empty()) return refused;
+    const uint64_t total = runtime_.total_pending().fetch_add(timers, std::memory_order_relaxed);
+    const uint64_t in_ns = state.pending.fetch_add(timers, std::memory_order_relaxed);
+    const uint64_t total_bytes = runtime_.total_pending_bytes().fetch_add(bytes, std::memory_order_relaxed);
+    const uint64_t ns_bytes = state.pending_bytes.fetch_add(bytes, std::memory_order_relaxed);
     state_ = &state;
     timers_ = timers;
     bytes_ = bytes;
-    if (!Fits(total, in_ns, total_bytes, ns_bytes, options)) Release();  // Another start came first.
+    refused = QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, timers, bytes);
+    if (!refused.empty()) Release();  // Another start came first.
+    return refused;
   }
   // Draws one start's share from the hold; false (nothing drawn) if the hold does not cover it.
   bool Draw(uint64_t timers, uint64_t bytes) {
@@ -108,22 +111,20 @@ class QuotaHold {
   // Gives what is left back to the counters.
   void Release() {
     if (state_ == nullptr) return;
-    runtime_.total_pending().fetch_sub(timers_, std::memory_order_relaxed);
-    state_->pending.fetch_sub(timers_, std::memory_order_relaxed);
-    runtime_.total_pending_bytes().fetch_sub(bytes_, std::memory_order_relaxed);
-    state_->pending_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
+    // Skipped when all was drawn (a lone start's share): no locked instruction on the shared lines.
+    if (timers_ != 0) {
+      runtime_.total_pending().fetch_sub(timers_, std::memory_order_relaxed);
+      state_->pending.fetch_sub(timers_, std::memory_order_relaxed);
+    }
+    if (bytes_ != 0) {
+      runtime_.total_pending_bytes().fetch_sub(bytes_, std::memory_order_relaxed);
+      state_->pending_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
+    }
     state_ = nullptr;
     timers_ = bytes_ = 0;
   }
 
  private:
-  // Whether counts of `total` and `in_ns` timers holding `total_bytes` and `ns_bytes` are within the bounds.
-  static bool Fits(uint64_t total, uint64_t in_ns, uint64_t total_bytes, uint64_t ns_bytes,
-                   const Options& options) {
-    return total <= options.max_pending_timers && in_ns <= options.max_pending_per_namespace &&
-           total_bytes <= options.max_pending_bytes && ns_bytes <= options.max_pending_bytes_per_namespace;
-  }
-
   Runtime& runtime_;
   NamespaceState* state_ = nullptr;  // Whose counters the hold was taken from; nullptr: none held.
   uint64_t timers_ = 0;
@@ -189,7 +190,7 @@ void StartCommand::Apply(ShardContext& ctx) {
         ++run_timers;
         run_bytes += later.key.size() + later.payload.size();
       }
-      if (run_timers > 1) hold.Take(*held, run_timers, run_bytes, options);
+      if (run_timers > 1) hold.Take(*held, ns_name, run_timers, run_bytes, options);
     }
     NamespaceState& state = *held;
     // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
@@ -203,39 +204,27 @@ void StartCommand::Apply(ShardContext& ctx) {
     const std::optional<TimerView> existing =
         op.replace ? ctx.shard().Get(op.key) : std::optional<TimerView>();
     const bool exists = existing.has_value();
-    // Quotas are reserved before the start (optimistic add, rolled back on refusal or failure) so concurrent
-    // shards never admit past a bound together. A replace changes the byte count only.
+    // Quotas are reserved before the start (taken into the hold, given back on refusal or failure) so
+    // concurrent shards never admit past a bound together. A replace changes the byte count only.
     const uint64_t bytes = op.key.size() + op.payload.size();
     const uint64_t old_bytes = exists ? existing->key_size() + existing->payload.size() : 0;
     const uint64_t added_timers = exists ? 0 : 1;
     const uint64_t added_bytes = bytes > old_bytes ? bytes - old_bytes : 0;
     const uint64_t freed_bytes = old_bytes > bytes ? old_bytes - bytes : 0;
-    auto unreserve = [&] {
-      runtime.total_pending().fetch_sub(added_timers, std::memory_order_relaxed);
-      state.pending.fetch_sub(added_timers, std::memory_order_relaxed);
-      runtime.total_pending_bytes().fetch_sub(added_bytes, std::memory_order_relaxed);
-      state.pending_bytes.fetch_sub(added_bytes, std::memory_order_relaxed);
-    };
-    const bool drawn = hold.Draw(added_timers, added_bytes);
-    if (!drawn) {
+    if (!hold.Draw(added_timers, added_bytes)) {
       // Without a hold, a plain start looks for a duplicate before it touches the shared counters: a retried
       // start is ALREADY_EXISTS at a bound too, and a duplicate never counts against one, even for a moment.
       if (!op.replace && ctx.shard().Get(op.key).has_value()) {
         op.status = AlreadyExists(op.key);
         continue;
       }
-      const uint64_t total = runtime.total_pending().fetch_add(added_timers, std::memory_order_relaxed);
-      const uint64_t in_ns = state.pending.fetch_add(added_timers, std::memory_order_relaxed);
-      const uint64_t total_bytes =
-          runtime.total_pending_bytes().fetch_add(added_bytes, std::memory_order_relaxed);
-      const uint64_t ns_bytes = state.pending_bytes.fetch_add(added_bytes, std::memory_order_relaxed);
-      const std::string refused =
-          QuotaRefusal(options, ns_name, total, in_ns, total_bytes, ns_bytes, added_timers, added_bytes);
-      if (!refused.empty()) {
-        unreserve();
-        op.status = absl::ResourceExhaustedError(refused);
+      // This start's own share (a run's hold that does not cover it was given back first).
+      if (std::string refused = hold.Take(state, ns_name, added_timers, added_bytes, options);
+          !refused.empty()) {
+        op.status = absl::ResourceExhaustedError(std::move(refused));
         continue;
       }
+      hold.Draw(added_timers, added_bytes);  // Covered exactly.
     }
     StartSpec spec;
     spec.id = op.key;
@@ -262,10 +251,8 @@ void StartCommand::Apply(ShardContext& ctx) {
         runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
         state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
       }
-    } else if (drawn) {
-      hold.Undraw(added_timers, added_bytes);
     } else {
-      unreserve();
+      hold.Undraw(added_timers, added_bytes);  // Given back with the hold.
     }
   }
 }

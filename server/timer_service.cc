@@ -78,25 +78,6 @@ absl::Status ParseStart(const StartItem& r, const Options& options, int item, go
   return absl::OkStatus();
 }
 
-absl::Status ParseStart(const v1::StartTimerRequest& r, const Options& options, int item,
-                        google::protobuf::Arena* arena, StartOp* op) {
-  StartItem view;
-  view.ns = r.namespace_();
-  view.id = r.id();
-  view.payload = r.payload();
-  if (r.has_ttl()) {
-    view.when = StartItem::When::kTtl;
-    view.when_time = {r.ttl().seconds(), r.ttl().nanos()};
-  } else if (r.has_deadline()) {
-    view.when = StartItem::When::kDeadline;
-    view.when_time = {r.deadline().seconds(), r.deadline().nanos()};
-  }
-  view.has_interval = r.has_interval();
-  if (view.has_interval) view.interval = {r.interval().seconds(), r.interval().nanos()};
-  view.replace = r.replace();
-  return ParseStart(view, options, item, arena, op);
-}
-
 namespace {
 
 // Namespace + id of a by-key request, as a key.

@@ -1,10 +1,11 @@
 // Fuzz target: StartTimer / StartTimers request parsing and validation, as TimerService does it before it
 // hands a timer to a shard (server/start_request.h, server/validation.h).
 //
-// The input is parsed both as a lawn.v1.StartTimersRequest and as a lawn.v1.StartTimerRequest (bytes that are
-// not a valid message are dropped, as gRPC drops them), and every item goes through ParseStart under two
-// configurations: the defaults (tick 1ms, payload up to 64 KiB) and a tight one (tick 1s, payload up to 16
-// bytes). Checked for each item:
+// The input is read both as a lawn.v1.StartTimersRequest and as a lawn.v1.StartTimerRequest, by lawnd's own
+// wire reader (server/start_wire.h) as the service reads them (bytes that are not a valid message are
+// dropped, as lawnd refuses them), and every item goes through ParseStart under two configurations: the
+// defaults (tick 1ms, payload up to 64 KiB) and a tight one (tick 1s, payload up to 16 bytes). The oracle
+// judges the same bytes as parsed by protobuf. Checked for each item:
 //   * ParseStart accepts exactly what an independent oracle of the documented rules (README "Validation")
 //     accepts;
 //   * an accepted item yields the key, payload, ttl / deadline, interval and replace the request asked for,
@@ -12,14 +13,15 @@
 //   * a refused item is INVALID_ARGUMENT with a message that starts with the item's prefix ("timers[i].").
 // A StartTimers call of more than 10,000 items is refused whole before any item is parsed (as
 // TimerServiceImpl::StartTimers does), so only the count is checked for those.
-// lawnd reads StartTimers requests with its own wire reader (server/start_wire.h), not protobuf: on every
-// input it must accept what protobuf accepts and read the same values (tests/server/start_wire_compare.h).
+// On every input the wire reader must also accept what protobuf accepts and read the same values
+// (tests/server/start_wire_compare.h), so the oracle's reading is the reader's.
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "config/options.h"
@@ -27,6 +29,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "lawn/v1/timer.pb.h"
 #include "server/start_request.h"
+#include "server/start_wire.h"
 #include "server/timer_commands.h"
 #include "server/validation.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -96,11 +99,12 @@ Expected Oracle(const v1::StartTimerRequest& r, const Options& options) {
   return e;
 }
 
-void CheckItem(const v1::StartTimerRequest& r, const Options& options, int item) {
+// `wire` is what lawnd's reader read of the item, `r` what protobuf parsed of the same bytes.
+void CheckItem(const StartItem& wire, const v1::StartTimerRequest& r, const Options& options, int item) {
   const std::string prefix = item < 0 ? "" : "timers[" + std::to_string(item) + "].";
   google::protobuf::Arena arena;  // Holds op.key, as the call's arena does in lawnd.
   StartOp op;
-  const absl::Status status = ParseStart(r, options, item, &arena, &op);
+  const absl::Status status = ParseStart(wire, options, item, &arena, &op);
   const Expected want = Oracle(r, options);
   FUZZ_CHECK(status.ok() == want.ok, "ParseStart says %s, the oracle says %s", status.ToString().c_str(),
              want.ok ? "OK" : "refuse");
@@ -125,18 +129,32 @@ void CheckItem(const v1::StartTimerRequest& r, const Options& options, int item)
   FUZZ_CHECK(op.status.ok() && op.out == nullptr);  // Left for the shard.
 }
 
-void CheckAll(const v1::StartTimerRequest* single, const v1::StartTimersRequest* batch) {
+// Reads `bytes` as lawnd does and checks every item it would parse. The wire reader and protobuf agree on
+// every input (checked in LLVMFuzzerTestOneInput), so a message protobuf cannot parse is not read either.
+void CheckAll(std::string_view bytes) {
   static const std::array<Options, 2> kConfigs = [] {
     std::array<Options, 2> configs;  // [0]: the defaults.
     configs[1].tick = std::chrono::seconds(1);
     configs[1].max_payload_bytes = 16;
     return configs;
   }();
+  StartItem single;
+  v1::StartTimerRequest single_pb;
+  const bool single_ok = ReadStartTimer(bytes, &single) &&
+                         single_pb.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  std::vector<StartItem> items;
+  size_t count = 0;
+  bool return_timers = false;
+  v1::StartTimersRequest batch_pb;
+  const bool batch_ok = ReadStartTimers(bytes, kMaxStartBatch, &items, &count, &return_timers) &&
+                        batch_pb.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+                        count <= static_cast<size_t>(kMaxStartBatch);
+  if (batch_ok) FUZZ_CHECK(items.size() == count && static_cast<int>(count) == batch_pb.timers_size());
   for (const Options& options : kConfigs) {
-    if (single != nullptr) CheckItem(*single, options, -1);
-    if (batch != nullptr && batch->timers_size() <= kMaxStartBatch) {
-      for (int i = 0; i < batch->timers_size(); ++i) {
-        CheckItem(batch->timers(i), options, i);
+    if (single_ok) CheckItem(single, single_pb, options, -1);
+    if (batch_ok) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        CheckItem(items[i], batch_pb.timers(static_cast<int>(i)), options, static_cast<int>(i));
       }
     }
   }
@@ -153,13 +171,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lawn::v1::StartTimersRequest batch;
-  lawn::v1::StartTimerRequest single;
-  const bool batch_ok = batch.ParseFromArray(data, static_cast<int>(size));
-  const bool single_ok = single.ParseFromArray(data, static_cast<int>(size));
-  lawn::CheckAll(single_ok ? &single : nullptr, batch_ok ? &batch : nullptr);
-  const std::string wire =
-      lawn::testing::DiffWireAndProtobuf(std::string_view(reinterpret_cast<const char*>(data), size));
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  const std::string wire = lawn::testing::DiffWireAndProtobuf(bytes);
   FUZZ_CHECK(wire.empty(), "server/start_wire.h and protobuf differ: %s", wire.c_str());
+  lawn::CheckAll(bytes);
   return 0;
 }
