@@ -1,9 +1,10 @@
-// Real lawnd members in cluster mode against a real etcd, all on loopback: the partitions of a new cluster are
-// handed out once the expected members are live; calls through any member reach the timer's owner (one hop,
-// never two); lists and stats cover every member; a subscriber of one member receives every member's
+// Real lawnd members in cluster mode against a real etcd, all on loopback: the partitions of a new cluster
+// are handed out once the expected members are live; calls through any member reach the timer's owner (one
+// hop, never two); lists and stats cover every member; a subscriber of one member receives every member's
 // expirations and its acks reach them; a killed member leaves its partitions UNAVAILABLE until it restarts
-// with its data; etcd paused for less and for more than the lease; TLS between members; a client that routes
-// directly; lawnctl cluster; a member configured for another partition count refuses to start.
+// with its data; a member paused past its lease; etcd paused for less and for more than the lease; TLS
+// between members; a client that routes directly; lawnctl cluster; a member configured for another partition
+// count refuses to start.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -297,6 +298,88 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
 bool Serving(LawndProcess& member) {
   v1::GetClusterMapResponse map;
   return ClusterMap(member, &map).ok() && map.serving();
+}
+
+// A member paused (SIGSTOP, a long GC) past its lease: its partitions answer UNAVAILABLE through the others
+// meanwhile and are not moved; once it resumes it fires nothing until etcd has answered it again (here etcd
+// is paused too when it resumes, so its fence stays closed though its timers are overdue), then delivers each
+// of them once, late and never early.
+TEST(LawndClusterTest, AMemberPausedPastItsLeaseFiresNothingAfterItResumesUntilEtcdAnswersIt) {
+  EtcdProcess etcd;
+  Cluster cluster(etcd, 3);  // lease_ttl 3s.
+  cluster.StartAll();
+  const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
+  std::vector<v1::StartTimerRequest> requests;
+  std::vector<std::string> on_m2, soon;
+  for (int i = 0; on_m2.size() < 20; ++i) {
+    const std::string id = "k" + std::to_string(i);
+    if (OwnerOf(map, id) != "m2") continue;
+    on_m2.push_back(id);
+    requests.push_back(testing::TtlRequest(kNs, id, seconds(3600)));
+  }
+  // Due 7 s after their start: while m2 is paused (from about 0.1 s to past 7 s).
+  for (int i = 0; soon.size() < 20; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    if (OwnerOf(map, id) != "m2") continue;
+    soon.push_back(id);
+    requests.push_back(testing::TtlRequest(kNs, id, seconds(7)));
+  }
+  auto stub0 = cluster[0].stub();
+  testing::TestSubscriber subscriber(*stub0, kNs, 1000, false, 100);
+  const int64_t started_ns = testing::WallNowNs();
+  ASSERT_TRUE(testing::StartAll(*stub0, requests));
+  ASSERT_EQ(LocalPendingOn(cluster[2]), on_m2.size() + soon.size());
+
+  cluster[2].Signal(SIGSTOP);
+  auto get = [&](const std::string& id) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    v1::GetTimerRequest request;
+    request.set_namespace_(kNs);
+    request.set_id(id);
+    v1::GetTimerResponse response;
+    return stub0->GetTimer(&context, request, &response);
+  };
+  // Past its lease etcd drops m2's member key: its partitions are "not live", still m2's.
+  EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).error_message().find("not live") != std::string::npos; },
+                      seconds(15)))
+      << get(on_m2[0]).error_message();
+  EXPECT_EQ(testing::StartTtl(*stub0, kNs, on_m2[0] + "-new", seconds(60)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  v1::GetClusterMapResponse during;
+  ASSERT_TRUE(ClusterMap(cluster[0], &during).ok());
+  for (int p = 0; p < during.owners_size(); ++p) {
+    ASSERT_EQ(during.owners(p).member(), map.owners(p).member()) << "partition " << p << " moved";
+  }
+
+  // etcd stops answering, then m2 resumes with its timers overdue: it must not fire them.
+  etcd.Pause();
+  while (testing::WallNowNs() < started_ns + 8'000'000'000) std::this_thread::sleep_for(milliseconds(100));
+  cluster[2].Signal(SIGCONT);
+  const auto resumed = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < resumed + seconds(3)) {
+    EXPECT_EQ(LocalPendingOn(cluster[2]), on_m2.size() + soon.size()) << "m2 fired without a live lease";
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  const int64_t etcd_back_ns = testing::WallNowNs();
+  etcd.Resume();
+
+  // Registered again under a new lease, m2 fires them: each reaches m0's subscriber once, after etcd is back.
+  EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(30))) << get(on_m2[0]).error_message();
+  const std::vector<v1::Expiration> fired = subscriber.Take(soon.size(), seconds(30));
+  std::multiset<std::string> got;
+  std::vector<uint64_t> acks;
+  for (const v1::Expiration& e : fired) {
+    got.insert(e.timer().id());
+    EXPECT_GE(testing::ToNs(e.fired_at()), etcd_back_ns) << e.timer().id() << " fired before m2's lease";
+    acks.push_back(e.delivery_id());
+  }
+  EXPECT_EQ(got, std::multiset<std::string>(soon.begin(), soon.end()));
+  EXPECT_TRUE(subscriber.Ack(acks));
+  EXPECT_TRUE(subscriber.Drain(milliseconds(500)).empty());
+  EXPECT_NE(cluster[2].Log().find("lost its lease"), std::string::npos) << cluster[2].Log();
+  for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
+  EXPECT_TRUE(testing::StartTtl(*stub0, kNs, on_m2[0] + "-after", seconds(60)).ok());
 }
 
 TEST(LawndClusterTest, WhileEtcdIsUnreachablePastTheLeaseAMemberNeitherFiresNorAcceptsWritesThenCatchesUp) {
