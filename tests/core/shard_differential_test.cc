@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/reference_shard.h"
 #include "tests/core/shard_test_util.h"
+#include "tests/testing/sanitized.h"
 
 namespace lawn {
 namespace {
@@ -310,17 +311,7 @@ class ShardDifferential {
 // command's build (CalmClock: 73 s against 7 s), 4 minutes of CPU for the four largest. A quarter of the
 // operations still covers every kind of step many thousands of times and several full checks, which is what
 // a memory error needs to show; the test command's build runs them all.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr uint64_t kOpsDivisor = 4;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr uint64_t kOpsDivisor = 4;
-#else
-constexpr uint64_t kOpsDivisor = 1;
-#endif
-#else
-constexpr uint64_t kOpsDivisor = 1;
-#endif
+constexpr uint64_t kOpsDivisor = ::lawn::testing::kSanitized ? 4 : 1;
 
 void RunDifferential(Config config) {
   config.ops /= kOpsDivisor;
