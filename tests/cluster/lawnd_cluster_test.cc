@@ -216,6 +216,27 @@ TEST(LawndClusterTest, ListTimersAndGetStatsThroughAnyMemberCoverTheWholeCluster
   EXPECT_EQ(testing::NamespaceStatsOf(*cluster[0].stub(), "subs").subscribers(), 1u);
 }
 
+// Ids of `n` timers that `owner` owns in `map`, named prefix0, prefix1, ...
+std::vector<std::string> IdsOwnedBy(const v1::GetClusterMapResponse& map, const std::string& owner,
+                                    const std::string& prefix, size_t n) {
+  std::vector<std::string> ids;
+  for (int i = 0; ids.size() < n; ++i) {
+    if (OwnerOf(map, prefix + std::to_string(i)) == owner) ids.push_back(prefix + std::to_string(i));
+  }
+  return ids;
+}
+
+// GetTimer of `id` in kNs through `stub`: its status.
+grpc::Status GetThrough(v1::TimerService::Stub& stub, const std::string& id) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(5));
+  v1::GetTimerRequest request;
+  request.set_namespace_(kNs);
+  request.set_id(id);
+  v1::GetTimerResponse response;
+  return stub.GetTimer(&context, request, &response);
+}
+
 TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsWithItsTimers) {
   EtcdProcess etcd;
   Cluster cluster(etcd, 3);
@@ -231,13 +252,8 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   ASSERT_FALSE(on_m2.empty());
   // And 20 of m2's that come due while it is down (10 s: the starts, the count and the kill all happen
   // before, even on a slow machine); a subscriber on m0 must get them once m2 is back.
-  std::vector<std::string> soon;
-  for (int i = 0; soon.size() < 20; ++i) {
-    const std::string id = "s" + std::to_string(i);
-    if (OwnerOf(map, id) != "m2") continue;
-    soon.push_back(id);
-    requests.push_back(testing::TtlRequest(kNs, id, seconds(10)));
-  }
+  const std::vector<std::string> soon = IdsOwnedBy(map, "m2", "s", 20);
+  for (const std::string& id : soon) requests.push_back(testing::TtlRequest(kNs, id, seconds(10)));
   auto stub0 = cluster[0].stub();
   testing::TestSubscriber subscriber(*stub0, kNs, 1000, false, 100);
   const int64_t started_ns = testing::WallNowNs();
@@ -246,15 +262,7 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   EXPECT_EQ(m2_pending, on_m2.size() + soon.size());
 
   cluster[2].Kill();
-  auto get = [&](const std::string& id) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + seconds(5));
-    v1::GetTimerRequest request;
-    request.set_namespace_(kNs);
-    request.set_id(id);
-    v1::GetTimerResponse response;
-    return stub0->GetTimer(&context, request, &response);
-  };
+  auto get = [&](const std::string& id) { return GetThrough(*stub0, id); };
   // Within the lease TTL m0 sees m2 gone; until then the forward itself fails. Either way: UNAVAILABLE.
   grpc::Status refused = get(on_m2[0]);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
@@ -311,20 +319,11 @@ TEST(LawndClusterTest, AMemberPausedPastItsLeaseFiresNothingAfterItResumesUntilE
   cluster.StartAll();
   const v1::GetClusterMapResponse map = WaitAllFormed(cluster);
   std::vector<v1::StartTimerRequest> requests;
-  std::vector<std::string> on_m2, soon;
-  for (int i = 0; on_m2.size() < 20; ++i) {
-    const std::string id = "k" + std::to_string(i);
-    if (OwnerOf(map, id) != "m2") continue;
-    on_m2.push_back(id);
-    requests.push_back(testing::TtlRequest(kNs, id, seconds(3600)));
-  }
+  const std::vector<std::string> on_m2 = IdsOwnedBy(map, "m2", "k", 20);
+  for (const std::string& id : on_m2) requests.push_back(testing::TtlRequest(kNs, id, seconds(3600)));
   // Due 7 s after their start: while m2 is paused (from about 0.1 s to past 7 s).
-  for (int i = 0; soon.size() < 20; ++i) {
-    const std::string id = "s" + std::to_string(i);
-    if (OwnerOf(map, id) != "m2") continue;
-    soon.push_back(id);
-    requests.push_back(testing::TtlRequest(kNs, id, seconds(7)));
-  }
+  const std::vector<std::string> soon = IdsOwnedBy(map, "m2", "s", 20);
+  for (const std::string& id : soon) requests.push_back(testing::TtlRequest(kNs, id, seconds(7)));
   auto stub0 = cluster[0].stub();
   testing::TestSubscriber subscriber(*stub0, kNs, 1000, false, 100);
   const int64_t started_ns = testing::WallNowNs();
@@ -332,15 +331,7 @@ TEST(LawndClusterTest, AMemberPausedPastItsLeaseFiresNothingAfterItResumesUntilE
   ASSERT_EQ(LocalPendingOn(cluster[2]), on_m2.size() + soon.size());
 
   cluster[2].Signal(SIGSTOP);
-  auto get = [&](const std::string& id) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + seconds(5));
-    v1::GetTimerRequest request;
-    request.set_namespace_(kNs);
-    request.set_id(id);
-    v1::GetTimerResponse response;
-    return stub0->GetTimer(&context, request, &response);
-  };
+  auto get = [&](const std::string& id) { return GetThrough(*stub0, id); };
   // Past its lease etcd drops m2's member key: its partitions are "not live", still m2's.
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).error_message().find("not live") != std::string::npos; },
                       seconds(15)))
@@ -445,16 +436,6 @@ TEST(LawndClusterTest, EtcdUnreachableForLessThanTheLeaseMarginInterruptsNothing
   etcd.Resume();
   const std::vector<v1::Expiration> fired = subscriber.Take(static_cast<size_t>(started), seconds(10));
   EXPECT_EQ(fired.size(), static_cast<size_t>(started));
-}
-
-// Ids of `n` timers that `owner` owns in `map`, named prefix0, prefix1, ...
-std::vector<std::string> IdsOwnedBy(const v1::GetClusterMapResponse& map, const std::string& owner,
-                                    const std::string& prefix, size_t n) {
-  std::vector<std::string> ids;
-  for (int i = 0; ids.size() < n; ++i) {
-    if (OwnerOf(map, prefix + std::to_string(i)) == owner) ids.push_back(prefix + std::to_string(i));
-  }
-  return ids;
 }
 
 TEST(LawndClusterTest, ARelayedExpirationKeepsItsIdWhenRedeliveredAndAcksSentBeforeAHalfCloseArrive) {
