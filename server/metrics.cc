@@ -123,11 +123,12 @@ Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::
                        .Help("Time from receiving an RPC to answering it, by method")
                        .Register(*registry_);
   for (const char* name : kRpcNames) request_duration_.push_back(&requests.Add({{"method", name}}, kLatencyBuckets));
-  lateness_ = &prometheus::BuildHistogram()
-                   .Name("lawn_expiry_lateness_seconds")
-                   .Help("Time from a timer's deadline to handing its expiration to a subscriber (first attempt)")
-                   .Register(*registry_)
-                   .Add({}, kLatencyBuckets);
+  lateness_ =
+      &prometheus::BuildHistogram()
+           .Name("lawn_expiry_lateness_seconds")
+           .Help("Time from a timer's deadline to handing its expiration to a subscriber (first attempt)")
+           .Register(*registry_)
+           .Add({}, LatenessBuckets());
   fired_lateness_ = &prometheus::BuildHistogram()
                          .Name("lawn_fired_lateness_seconds")
                          .Help("fired_at - deadline of each firing (first firing of each deadline), recorded once "

@@ -70,10 +70,10 @@ class Metrics {
   // 1 while the TLS files on disk are broken and the previous certificate keeps serving (server/tls_files.h).
   prometheus::Gauge& tls_reload_failed() { return *tls_reload_failed_; }
   prometheus::Histogram& request_duration(Rpc rpc) { return *request_duration_[static_cast<size_t>(rpc)]; }
+  // Both lateness histograms have the buckets LatenessBuckets() and are fed a round or a response at a time
+  // (server/histogram_batch.h), so the hot path takes no lock per expiration.
   prometheus::Histogram& expiry_lateness() { return *lateness_; }
-  // fired_at - deadline of each firing, observed once its round is written; fed a round at a time through
-  // ObserveMultiple with counts bucketed by the caller (LatenessBuckets), so the hot path takes no lock per
-  // expiration.
+  // fired_at - deadline of each firing, observed once its round is written.
   prometheus::Histogram& fired_lateness() { return *fired_lateness_; }
   static const std::vector<double>& LatenessBuckets();
   prometheus::Counter& late_expirations() { return *late_; }

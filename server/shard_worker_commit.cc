@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/histogram_batch.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
@@ -115,20 +116,16 @@ void ShardWorker::Commit(ShardRound& round) {
 void ShardWorker::ObserveLateness(const std::vector<std::pair<NamespaceState*, Delivery>>& deliveries) {
   Metrics* m = runtime_.metrics();
   if (m == nullptr || deliveries.empty()) return;
-  const std::vector<double>& bounds = Metrics::LatenessBuckets();
-  std::vector<double> counts(bounds.size() + 1, 0.0);
-  double sum = 0;
+  HistogramBatch lateness(Metrics::LatenessBuckets());
   uint64_t late = 0;
   for (const auto& [ns, d] : deliveries) {
     if (d.attempt != 0) continue;  // Recovered or re-offered: already counted when it first fired.
     // In double: a deadline near the int64 edge (1678) subtracted from fired_at overflows int64.
-    const double seconds =
-        std::max(0.0, (static_cast<double>(d.fired_at_unix_ns) - static_cast<double>(d.deadline_unix_ns)) * 1e-9);
-    counts[std::upper_bound(bounds.begin(), bounds.end(), seconds, std::less_equal<double>()) - bounds.begin()] += 1;
-    sum += seconds;
+    lateness.Add(std::max(
+        0.0, (static_cast<double>(d.fired_at_unix_ns) - static_cast<double>(d.deadline_unix_ns)) * 1e-9));
     if (d.late) ++late;
   }
-  m->fired_lateness().ObserveMultiple(counts, sum);
+  lateness.ObserveInto(m->fired_lateness());
   if (late != 0) m->late_expirations().Increment(static_cast<double>(late));
 }
 

@@ -236,7 +236,6 @@ void SubscribeReactor::TrySend() {
     // shows each delivery to FillExpiration under its lock, so no copy of it is made (section 23).
     filled_ = 0;
     redelivered_ = 0;
-    lateness_.clear();
     Metrics* metrics = handle_->observe ? nullptr : runtime_.metrics();
     const double wall_now = metrics != nullptr ? static_cast<double>(TimeBase::WallNowNs()) : 0.0;
     uint64_t local_bytes = 0;
@@ -250,7 +249,7 @@ void SubscribeReactor::TrySend() {
           if (d.attempt == 1 && metrics != nullptr) {
             // In double: a deadline near the int64 edge (1678) subtracted from now overflows int64.
             const double lateness = wall_now - static_cast<double>(d.deadline_unix_ns);
-            lateness_.push_back(lateness > 0 ? lateness * 1e-9 : 0.0);
+            lateness_.Add(lateness > 0 ? lateness * 1e-9 : 0.0);
           }
         });
     // Within the same byte bound as the local part: a relayed one larger than it goes alone.
@@ -265,7 +264,7 @@ void SubscribeReactor::TrySend() {
     for (v1::Expiration& e : relayed_) NextMessage()->Swap(&e);
     google::protobuf::RepeatedPtrField<v1::Expiration>* many = response_.mutable_expirations();
     if (max_batch_ != 0 && filled_ < many->size()) many->DeleteSubrange(filled_, many->size() - filled_);
-    for (const double seconds : lateness_) metrics->expiry_lateness().Observe(seconds);
+    if (metrics != nullptr) lateness_.ObserveInto(metrics->expiry_lateness());
     if (redelivered_ != 0) {
       spdlog::debug("redelivering {} expiration(s) in namespace '{}'", redelivered_, outbox_->name());
     }

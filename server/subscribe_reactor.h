@@ -27,6 +27,8 @@
 #include "lawn/v1/timer.pb.h"
 #include "server/auth.h"
 #include "server/delivery.h"
+#include "server/histogram_batch.h"
+#include "server/metrics.h"
 #include "server/stream_registry.h"
 
 namespace lawn {
@@ -103,7 +105,7 @@ class SubscribeReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   uint32_t max_batch_ ABSL_GUARDED_BY(mu_) = 0;
   int filled_ ABSL_GUARDED_BY(mu_) = 0;  // Messages of response_ filled for the write being prepared.
   // Seconds late of its first deliveries (for the metric), and how many of its expirations were sent before.
-  std::vector<double> lateness_ ABSL_GUARDED_BY(mu_);
+  HistogramBatch lateness_ ABSL_GUARDED_BY(mu_){Metrics::LatenessBuckets()};
   size_t redelivered_ ABSL_GUARDED_BY(mu_) = 0;
   // Cluster mode: expirations relayed from the other members, written after the local ones in the same
   // response.
