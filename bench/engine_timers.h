@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/prefetch_run.h"
 #include "core/shard.h"
 
 namespace lawn {
@@ -27,6 +28,24 @@ class EngineTimers {
     return shard_.Start(spec, now_ns).ok();
   }
   bool Delete(std::string_view id) { return shard_.Delete(id).ok(); }
+
+  // Runs of starts and deletes with their cache misses overlapped (core/prefetch_run.h), as lawnd's shard
+  // worker applies a batch: ids[i] for i < n. True if every one succeeded.
+  template <typename Ids>
+  bool StartRun(const Ids& ids, const uint64_t* ttl_ns, size_t n, uint64_t now_ns) {
+    bool ok = true;
+    RunPrefetched(
+        shard_, n, [&](size_t i) { return TimerIdHash(ids[i]); },
+        [&](size_t i) { ok &= Start(ids[i], {}, ttl_ns[i], now_ns); });
+    return ok;
+  }
+  template <typename Ids>
+  bool DeleteRun(const Ids& ids, size_t n) {
+    bool ok = true;
+    RunPrefetched(
+        shard_, n, [&](size_t i) { return TimerIdHash(ids[i]); }, [&](size_t i) { ok &= Delete(ids[i]); });
+    return ok;
+  }
   size_t Advance(uint64_t now_ns, FiredSink sink) { return shard_.Advance(now_ns, sink); }
   void Compact() {}
 

@@ -258,7 +258,8 @@ void BM_Expire(benchmark::State& state, WorldCache& cache, Workload workload) {
   state.SetItemsProcessed(static_cast<int64_t>(total_fired));
 }
 
-template <typename T>
+// kRun: the engine's StartRun / DeleteRun (a run with its misses overlapped) instead of one call per timer.
+template <typename T, bool kRun = false>
 void BM_Start(benchmark::State& state, WorldCache& cache, Workload workload) {
   const size_t pending = static_cast<size_t>(state.range(0));
   World<T>& world = cache.GetWorld<T>(workload, pending);
@@ -275,7 +276,11 @@ void BM_Start(benchmark::State& state, WorldCache& cache, Workload workload) {
   CpuStopwatch stopwatch;
   for (auto _ : state) {
     stopwatch.Start();
-    for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Start(ids[i], {}, ttl_ns[i], world.now_ns);
+    if constexpr (kRun) {
+      ok &= world.timers.StartRun(ids, ttl_ns.data(), kBatch, world.now_ns);
+    } else {
+      for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Start(ids[i], {}, ttl_ns[i], world.now_ns);
+    }
     stopwatch.Stop();
     state.PauseTiming();
     for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Delete(ids[i]);
@@ -290,7 +295,7 @@ void BM_Start(benchmark::State& state, WorldCache& cache, Workload workload) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kBatch));
 }
 
-template <typename T>
+template <typename T, bool kRun = false>
 void BM_Delete(benchmark::State& state, WorldCache& cache, Workload workload) {
   const size_t pending = static_cast<size_t>(state.range(0));
   World<T>& world = cache.GetWorld<T>(workload, pending);
@@ -314,7 +319,11 @@ void BM_Delete(benchmark::State& state, WorldCache& cache, Workload workload) {
   CpuStopwatch stopwatch;
   for (auto _ : state) {
     stopwatch.Start();
-    for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Delete(ids[i]);
+    if constexpr (kRun) {
+      ok &= world.timers.DeleteRun(ids, kBatch);
+    } else {
+      for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Delete(ids[i]);
+    }
     stopwatch.Stop();
     state.PauseTiming();
     for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Start(ids[i], {}, ttl_ns[i], world.now_ns);
@@ -334,12 +343,18 @@ template <typename T>
 void RegisterWorld(WorldCache& cache, Workload workload, size_t pending) {
   const std::string suffix = std::string(kStructureName<T>) + "_" + std::string(WorkloadName(workload));
   using Fn = void (*)(benchmark::State&, WorldCache&, Workload);
-  const std::array<std::pair<const char*, Fn>, 4> ops = {{
+  std::vector<std::pair<const char*, Fn>> ops = {{
       {"Memory", &BM_Memory<T>},
       {"Expire", &BM_Expire<T>},
       {"Start", &BM_Start<T>},
       {"Delete", &BM_Delete<T>},
   }};
+  if constexpr (std::is_same_v<T, EngineTimers>) {
+    // The same operations as runs (EngineTimers::StartRun / DeleteRun): what lawnd's worker does with a
+    // batch.
+    ops.insert(ops.begin() + 3, {"StartRun", &BM_Start<T, true>});
+    ops.emplace_back("DeleteRun", &BM_Delete<T, true>);
+  }
   for (const auto& [op, fn] : ops) {
     const std::string name = std::string("BM_") + op + "_" + suffix;
     benchmark::RegisterBenchmark(name.c_str(), [&cache, workload, fn = fn](benchmark::State& state) {

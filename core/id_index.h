@@ -27,6 +27,7 @@
 #endif
 
 #include "absl/functional/function_ref.h"
+#include "core/prefetch.h"
 #include "core/timer_pool.h"
 
 namespace lawn {
@@ -51,9 +52,19 @@ class IdIndex {
   bool Erase(TimerRef ref, uint32_t hash);
   // Whether `ref` is in the index under `hash`. Reads no record.
   bool Contains(TimerRef ref, uint32_t hash) const;
-  // Starts loading the chunk a lookup of `hash` reads first.
-  void Prefetch(uint32_t hash) const {
-    if (chunks_ != nullptr) __builtin_prefetch(&chunks_[HomeOf(hash)]);
+  // Starts loading the chunk a lookup of `hash` reads first (an empty index loads nothing useful, harmlessly:
+  // core/prefetch.h).
+  void Prefetch(uint32_t hash) const { PrefetchLine(chunks_ + HomeOf(hash)); }
+  // Calls `visit(ref)` for each ref of the home chunk of `hash` whose tag matches: the refs a lookup would
+  // ask `eq` about first, for a caller that loads their records ahead. Reads that one chunk and no other
+  // (a ref that overflowed to a later chunk is not visited: a missed prefetch, not a wrong answer).
+  template <typename Visit>
+  void ForEachCandidate(uint32_t hash, Visit&& visit) const {
+    if (size_ == 0) return;
+    const Chunk& c = chunks_[HomeOf(hash)];
+    for (uint32_t match = Match(c, TagOf(hash)); match != 0; match &= match - 1) {
+      visit(c.refs[__builtin_ctz(match)]);
+    }
   }
 
   // Calls `visit(ref)` for every ref, in no particular order. `visit` must not change the index.

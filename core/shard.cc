@@ -7,6 +7,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
+#include "core/prefetch.h"
 
 namespace lawn {
 
@@ -250,6 +251,24 @@ absl::Status Shard::Reschedule(std::string_view id, When when, uint64_t now_ns,
   File(ref, when.kind == When::Kind::kTtl);
   on_rescheduled(ViewOf(ref), previous_deadline_ns);
   return absl::OkStatus();
+}
+
+void Shard::Prefetch(uint32_t id_hash, PrefetchStep step) const {
+  switch (step) {
+    case PrefetchStep::kIndex:
+      index_.Prefetch(id_hash);
+      return;
+    case PrefetchStep::kRecord:
+      index_.ForEachCandidate(id_hash, [this](TimerRef ref) { PrefetchLine(&pool_[ref]); });
+      return;
+    case PrefetchStep::kLinks:
+      index_.ForEachCandidate(id_hash, [this](TimerRef ref) {
+        const TimerRecord& r = pool_[ref];
+        if (r.prev != kNoTimer) PrefetchLine(&pool_[r.prev]);
+        if (r.next != kNoTimer) PrefetchLine(&pool_[r.next]);
+      });
+      return;
+  }
 }
 
 std::optional<TimerView> Shard::Get(std::string_view id) const {

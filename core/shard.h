@@ -170,6 +170,19 @@ class Shard {
   // Looks a timer up; the view is valid until the next mutating call.
   std::optional<TimerView> Get(std::string_view id) const;
 
+  // Loading ahead, for a run of operations on known ids (a batch of starts or deletes, a round of commands).
+  // At a million timers each operation waits on cache misses one after another: its index chunk, then the
+  // record the chunk points to, then (a delete, a reschedule, a replace) the record's two list neighbours.
+  // A caller that knows the ids to come starts those loads some operations early, one dependent step at a
+  // time, so that the misses of several operations overlap (core/prefetch_run.h runs the steps):
+  //   kIndex  the index chunk of an id with this hash (TimerIdHash of the whole id);
+  //   kRecord the records that chunk names for the hash (once the chunk is loaded);
+  //   kLinks  those records' list neighbours (once the records are loaded).
+  // Each step reads only what the shard holds when it runs, so a step for an id that an operation in between
+  // starts or deletes costs a wasted load at most: prefetching never changes a result.
+  enum class PrefetchStep : uint8_t { kIndex, kRecord, kLinks };
+  void Prefetch(uint32_t id_hash, PrefetchStep step) const;
+
   // Fires every timer due at `now_ns` in the order above, calling `sink` for each; returns the count.
   size_t Advance(uint64_t now_ns, FiredSink sink);
   // As above, asking `admit` first for each due timer; returns the count of firings reported to `sink`

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/prefetch.h"
+
 namespace lawn {
 
 namespace {
@@ -28,7 +30,9 @@ uint64_t HighBits(uint64_t t, int level) {
 }  // namespace
 
 TimingWheel::TimingWheel(TimerPool& pool, uint64_t tick_ns) : pool_(pool), tick_ns_(tick_ns) {
-  for (Level& level : levels_) level.head.fill(kNoTimer);
+  for (Level& level : levels_) {
+    for (auto& lanes : level.head) lanes.fill(kNoTimer);
+  }
 }
 
 void TimingWheel::Insert(TimerRef ref) {
@@ -41,10 +45,11 @@ void TimingWheel::Link(TimerRef ref, uint64_t deadline_tick) {
   const int slot = static_cast<int>((deadline_tick >> (level * kSlotBits)) & (kSlots - 1));
   Level& l = levels_[level];
   TimerRecord& r = pool_[ref];
+  TimerRef& head = l.head[slot][LaneOf(ref)];
   r.prev = kNoTimer;
-  r.next = l.head[slot];
+  r.next = head;
   if (r.next != kNoTimer) pool_[r.next].prev = ref;
-  l.head[slot] = ref;
+  head = ref;
   l.Mark(slot);
   levels_in_use_ |= static_cast<uint16_t>(1u << level);
   r.home = Home::kWheel;
@@ -56,9 +61,14 @@ void TimingWheel::Remove(TimerRef ref) {
   const int level = r.location / kSlots;
   const int slot = r.location % kSlots;
   Level& l = levels_[level];
-  if (r.prev != kNoTimer) pool_[r.prev].next = r.next; else l.head[slot] = r.next;
+  std::array<TimerRef, kLanes>& lanes = l.head[slot];
+  if (r.prev != kNoTimer) {
+    pool_[r.prev].next = r.next;
+  } else {
+    lanes[LaneOf(ref)] = r.next;
+  }
   if (r.next != kNoTimer) pool_[r.next].prev = r.prev;
-  if (l.head[slot] == kNoTimer) {
+  if (std::all_of(lanes.begin(), lanes.end(), [](TimerRef head) { return head == kNoTimer; })) {
     l.Unmark(slot);
     if (l.Empty()) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
   }
@@ -67,13 +77,29 @@ void TimingWheel::Remove(TimerRef ref) {
   --size_;
 }
 
-TimerRef TimingWheel::TakeSlot(int level, int slot) {
+std::array<TimerRef, TimingWheel::kLanes> TimingWheel::TakeSlot(int level, int slot) {
   Level& l = levels_[level];
-  const TimerRef head = l.head[slot];
-  l.head[slot] = kNoTimer;
+  const std::array<TimerRef, kLanes> heads = l.head[slot];
+  l.head[slot].fill(kNoTimer);
   l.Unmark(slot);
   if (l.Empty()) levels_in_use_ &= static_cast<uint16_t>(~(1u << level));
-  return head;
+  return heads;
+}
+
+template <typename Visit>
+void TimingWheel::WalkLanes(std::array<TimerRef, kLanes> at, Visit&& visit) {
+  for (bool any = true; any;) {
+    any = false;
+    for (TimerRef& ref : at) {
+      if (ref == kNoTimer) continue;
+      const TimerRef current = ref;
+      ref = pool_[current].next;
+      // Started now, read one round of the lanes later: the lanes' misses overlap.
+      if (ref != kNoTimer) PrefetchLine(&pool_[ref]);
+      visit(current);
+      any = true;
+    }
+  }
 }
 
 bool TimingWheel::NextInLevel(int level, int* slot, uint64_t* start) const {
@@ -117,24 +143,20 @@ bool TimingWheel::TakeDue(uint64_t limit_tick, std::vector<TimerRef>& out, uint6
     }
     if (best_start > limit_tick) return false;
     elapsed_ = std::max(elapsed_, best_start);
-    TimerRef ref = TakeSlot(best_level, best_slot);
+    const std::array<TimerRef, kLanes> heads = TakeSlot(best_level, best_slot);
     if (best_level == 0) {
-      for (; ref != kNoTimer; ref = pool_[ref].next) {
+      WalkLanes(heads, [&](TimerRef ref) {
         out.push_back(ref);
         pool_[ref].home = Home::kNone;
         --size_;
-      }
-      // Leave the links of the taken timers alone until here: the loop above walked them.
+      });
       *tick = best_start;
       return true;
     }
     // Cascade: every timer of the slot shares the slot's digits above `best_level` with elapsed now, so it
     // is re-filed at a lower level.
-    while (ref != kNoTimer) {
-      const TimerRef next = pool_[ref].next;
-      Link(ref, std::max(DeadlineTick(pool_[ref].deadline_ns), elapsed_));
-      ref = next;
-    }
+    WalkLanes(heads,
+              [&](TimerRef ref) { Link(ref, std::max(DeadlineTick(pool_[ref].deadline_ns), elapsed_)); });
   }
   return false;
 }
@@ -146,7 +168,7 @@ void TimingWheel::SetTick(uint64_t tick_ns) {
   all.reserve(size_);
   for (int level = 0; level < kLevels; ++level) {
     for (int slot = 0; slot < kSlots; ++slot) {
-      for (TimerRef ref = TakeSlot(level, slot); ref != kNoTimer; ref = pool_[ref].next) all.push_back(ref);
+      WalkLanes(TakeSlot(level, slot), [&](TimerRef ref) { all.push_back(ref); });
     }
   }
   // elapsed_ * old tick <= the last `now` seen, so the new elapsed is <= the new tick of that `now`: a timer
@@ -164,18 +186,26 @@ void TimingWheel::CheckInvariants() const {
     if (((levels_in_use_ >> level) & 1) != !l.Empty()) InvariantBroken("level mask");
     const int digit = static_cast<int>((elapsed_ >> (level * kSlotBits)) & (kSlots - 1));
     for (int slot = 0; slot < kSlots; ++slot) {
-      if (l.Marked(slot) != (l.head[slot] != kNoTimer)) InvariantBroken("occupancy bitmap");
-      if (l.head[slot] != kNoTimer && slot < digit) InvariantBroken("occupied slot behind elapsed");
-      TimerRef prev = kNoTimer;
-      for (TimerRef ref = l.head[slot]; ref != kNoTimer; ref = pool_[ref].next) {
-        const TimerRecord& r = pool_[ref];
-        if (r.prev != prev) InvariantBroken("broken back link");
-        if (r.home != Home::kWheel || r.location != level * kSlots + slot) InvariantBroken("record location");
-        const uint64_t t = std::max(DeadlineTick(r.deadline_ns), elapsed_);
-        if (HighBits(t, level) != HighBits(elapsed_, level)) InvariantBroken("timer outside its level's span");
-        if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot) InvariantBroken("wrong slot");
-        prev = ref;
-        ++total;
+      const bool occupied = std::any_of(l.head[slot].begin(), l.head[slot].end(),
+                                        [](TimerRef head) { return head != kNoTimer; });
+      if (l.Marked(slot) != occupied) InvariantBroken("occupancy bitmap");
+      if (occupied && slot < digit) InvariantBroken("occupied slot behind elapsed");
+      for (int lane = 0; lane < kLanes; ++lane) {
+        TimerRef prev = kNoTimer;
+        for (TimerRef ref = l.head[slot][lane]; ref != kNoTimer; ref = pool_[ref].next) {
+          const TimerRecord& r = pool_[ref];
+          if (r.prev != prev) InvariantBroken("broken back link");
+          if (LaneOf(ref) != lane) InvariantBroken("timer in another lane");
+          if (r.home != Home::kWheel || r.location != level * kSlots + slot)
+            InvariantBroken("record location");
+          const uint64_t t = std::max(DeadlineTick(r.deadline_ns), elapsed_);
+          if (HighBits(t, level) != HighBits(elapsed_, level))
+            InvariantBroken("timer outside its level's span");
+          if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot)
+            InvariantBroken("wrong slot");
+          prev = ref;
+          ++total;
+        }
       }
     }
   }

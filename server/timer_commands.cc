@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/prefetch_run.h"
 #include "server/namespaces.h"
 #include "server/proto_convert.h"
 #include "server/runtime.h"
@@ -33,10 +34,11 @@ absl::Status AfterWrite(const absl::Status& applied, bool wrote, const absl::Sta
   return applied;
 }
 
-// Why a start that adds `added_timers` timers and `added_bytes` bytes of ids and payloads would pass a pending
-// quota, given the counts before it (lawnd-wide, and in namespace `ns_name`); "" when it fits.
+// Why a start that adds `added_timers` timers and `added_bytes` bytes of ids and payloads would pass a
+// pending quota, given the counts before it (lawnd-wide, and in namespace `ns_name`); "" when it fits.
 std::string QuotaRefusal(const Options& options, std::string_view ns_name, uint64_t total, uint64_t in_ns,
-                         uint64_t total_bytes, uint64_t ns_bytes, uint64_t added_timers, uint64_t added_bytes) {
+                         uint64_t total_bytes, uint64_t ns_bytes, uint64_t added_timers,
+                         uint64_t added_bytes) {
   if (added_timers != 0 && total + added_timers > options.max_pending_timers) {
     return "lawnd holds max_pending_timers (" + std::to_string(options.max_pending_timers) +
            ") pending timers; delete some or raise the limit";
@@ -148,113 +150,122 @@ void StartCommand::Apply(ShardContext& ctx) {
     }
   } releaser{held};
   QuotaHold hold(runtime);  // Declared after `releaser`: given back while the namespace is still held.
-  for (size_t position = 0; position < indices_.size(); ++position) {
-    StartOp& op = batch_->ops[indices_[position]];
-    if (absl::Status admitted = runtime.AdmitWrite(ctx.write_admission(), op.key); !admitted.ok()) {
-      op.status = std::move(admitted);
-      continue;
-    }
-    const auto [ns_name, id] = Runtime::SplitKey(op.key);
-    if (held == nullptr || held->name() != ns_name) {
-      hold.Release();  // The last run's unused quota, before the checks below read the counters.
-      // A start refused into a namespace that does not exist yet must not create it, not even until the
-      // background pass forgets empty namespaces (it would show in GetStats and take a max_namespaces slot
-      // meanwhile): the quotas are checked as for an empty namespace first. (A start racing with others for
-      // the last room may still pass this check and be refused below, after the namespace was created.)
-      // The namespace found cannot be freed meanwhile: a retired one stays alive until this worker has
-      // dropped it, which it does between commands.
-      const NamespaceState* found = runtime.namespaces().Find(ns_name);
-      if (found == nullptr || !found->exists()) {
-        std::string refused =
-            QuotaRefusal(options, ns_name, runtime.total_pending().load(std::memory_order_relaxed), 0,
-                         runtime.total_pending_bytes().load(std::memory_order_relaxed), 0, 1,
-                         op.key.size() + op.payload.size());
-        if (!refused.empty()) {
-          op.status = absl::ResourceExhaustedError(std::move(refused));
-          continue;
+  // The items' index chunks and records are loaded a few items ahead (core/prefetch_run.h): at a million
+  // timers each start otherwise waits on its own cache misses (BENCHMARKS.md section 39).
+  RunPrefetched(
+      ctx.shard(), indices_.size(),
+      [&](size_t position) { return TimerIdHash(batch_->ops[indices_[position]].key); },
+      [&](size_t position) {
+        StartOp& op = batch_->ops[indices_[position]];
+        if (absl::Status admitted = runtime.AdmitWrite(ctx.write_admission(), op.key); !admitted.ok()) {
+          op.status = std::move(admitted);
+          return;
         }
-      }
-      if (held != nullptr) held->Release();
-      held = nullptr;
-      absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
-      if (!ns.ok()) {
-        op.status = ns.status();
-        continue;
-      }
-      held = *ns;
-      // The quota of this start and of the command's next starts into the same namespace, at once.
-      uint64_t run_timers = 0, run_bytes = 0;
-      for (size_t next = position; next < indices_.size(); ++next) {
-        const StartOp& later = batch_->ops[indices_[next]];
-        if (Runtime::SplitKey(later.key).first != ns_name) break;
-        ++run_timers;
-        run_bytes += later.key.size() + later.payload.size();
-      }
-      if (run_timers > 1) hold.Take(*held, ns_name, run_timers, run_bytes, options);
-    }
-    NamespaceState& state = *held;
-    // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
-    if (const std::string full = state.outbox.FullReason(); !full.empty()) {
-      op.status = absl::ResourceExhaustedError("namespace '" + std::string(ns_name) + "': its outbox holds " +
-                                               full + " of unacknowledged expirations; subscribe and ack them");
-      continue;
-    }
-    // A replace needs the timer it replaces (its bytes for the quota, its record's key). A plain start that
-    // draws from its run's hold lets Start find a duplicate, so a batch probes the index once per start.
-    const std::optional<TimerView> existing =
-        op.replace ? ctx.shard().Get(op.key) : std::optional<TimerView>();
-    const bool exists = existing.has_value();
-    // Quotas are reserved before the start (taken into the hold, given back on refusal or failure) so
-    // concurrent shards never admit past a bound together. A replace changes the byte count only.
-    const uint64_t bytes = op.key.size() + op.payload.size();
-    const uint64_t old_bytes = exists ? existing->key_size() + existing->payload.size() : 0;
-    const uint64_t added_timers = exists ? 0 : 1;
-    const uint64_t added_bytes = bytes > old_bytes ? bytes - old_bytes : 0;
-    const uint64_t freed_bytes = old_bytes > bytes ? old_bytes - bytes : 0;
-    if (!hold.Draw(added_timers, added_bytes)) {
-      // Without a hold, a plain start looks for a duplicate before it touches the shared counters: a retried
-      // start is ALREADY_EXISTS at a bound too, and a duplicate never counts against one, even for a moment.
-      if (!op.replace && ctx.shard().Get(op.key).has_value()) {
-        op.status = AlreadyExists(op.key);
-        continue;
-      }
-      // This start's own share (a run's hold that does not cover it was given back first).
-      if (std::string refused = hold.Take(state, ns_name, added_timers, added_bytes, options);
-          !refused.empty()) {
-        op.status = absl::ResourceExhaustedError(std::move(refused));
-        continue;
-      }
-      hold.Draw(added_timers, added_bytes);  // Covered exactly.
-    }
-    StartSpec spec;
-    spec.id = op.key;
-    spec.payload = op.payload;
-    spec.when = WhenOf(runtime, op.by_ttl, op.ttl_ns, op.deadline_unix_ns);
-    spec.interval_ns = op.interval_ns;
-    spec.replace = op.replace;
-    // A replaced timer's record is stored under its own deadline: the replacement deletes it.
-    std::optional<int64_t> replaced_deadline;
-    if (exists && ctx.batch() != nullptr) replaced_deadline = runtime.time().ToWall(existing->deadline_ns);
-    op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
-      // The view splits the id at its namespace (core's groups); op.key is the whole of it.
-      const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
-      if (op.out != nullptr) FillTimer(op.key, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
-      if (StoreBatch* batch = ctx.batch()) {
-        if (replaced_deadline) batch->DeleteTimer(op.key, *replaced_deadline);
-        batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
-      }
-    });
-    if (absl::IsAlreadyExists(op.status)) op.status = AlreadyExists(op.key);
-    if (op.status.ok()) {
-      ctx.counters().starts++;
-      if (freed_bytes != 0) {
-        runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
-        state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
-      }
-    } else {
-      hold.Undraw(added_timers, added_bytes);  // Given back with the hold.
-    }
-  }
+        const auto [ns_name, id] = Runtime::SplitKey(op.key);
+        if (held == nullptr || held->name() != ns_name) {
+          hold.Release();  // The last run's unused quota, before the checks below read the counters.
+          // A start refused into a namespace that does not exist yet must not create it, not even until the
+          // background pass forgets empty namespaces (it would show in GetStats and take a max_namespaces
+          // slot meanwhile): the quotas are checked as for an empty namespace first. (A start racing with
+          // others for the last room may still pass this check and be refused below, after the namespace was
+          // created.) The namespace found cannot be freed meanwhile: a retired one stays alive until this
+          // worker has dropped it, which it does between commands.
+          const NamespaceState* found = runtime.namespaces().Find(ns_name);
+          if (found == nullptr || !found->exists()) {
+            std::string refused =
+                QuotaRefusal(options, ns_name, runtime.total_pending().load(std::memory_order_relaxed), 0,
+                             runtime.total_pending_bytes().load(std::memory_order_relaxed), 0, 1,
+                             op.key.size() + op.payload.size());
+            if (!refused.empty()) {
+              op.status = absl::ResourceExhaustedError(std::move(refused));
+              return;
+            }
+          }
+          if (held != nullptr) held->Release();
+          held = nullptr;
+          absl::StatusOr<NamespaceState*> ns = ctx.AcquireNamespace(ns_name);
+          if (!ns.ok()) {
+            op.status = ns.status();
+            return;
+          }
+          held = *ns;
+          // The quota of this start and of the command's next starts into the same namespace, at once.
+          uint64_t run_timers = 0, run_bytes = 0;
+          for (size_t next = position; next < indices_.size(); ++next) {
+            const StartOp& later = batch_->ops[indices_[next]];
+            if (Runtime::SplitKey(later.key).first != ns_name) break;
+            ++run_timers;
+            run_bytes += later.key.size() + later.payload.size();
+          }
+          if (run_timers > 1) hold.Take(*held, ns_name, run_timers, run_bytes, options);
+        }
+        NamespaceState& state = *held;
+        // A namespace whose expirations are not being consumed takes no new timers: they could not fire.
+        if (const std::string full = state.outbox.FullReason(); !full.empty()) {
+          op.status =
+              absl::ResourceExhaustedError("namespace '" + std::string(ns_name) + "': its outbox holds " +
+                                           full + " of unacknowledged expirations; subscribe and ack them");
+          return;
+        }
+        // A replace needs the timer it replaces (its bytes for the quota, its record's key). A plain start
+        // that draws from its run's hold lets Start find a duplicate, so a batch probes the index once per
+        // start.
+        const std::optional<TimerView> existing =
+            op.replace ? ctx.shard().Get(op.key) : std::optional<TimerView>();
+        const bool exists = existing.has_value();
+        // Quotas are reserved before the start (taken into the hold, given back on refusal or failure) so
+        // concurrent shards never admit past a bound together. A replace changes the byte count only.
+        const uint64_t bytes = op.key.size() + op.payload.size();
+        const uint64_t old_bytes = exists ? existing->key_size() + existing->payload.size() : 0;
+        const uint64_t added_timers = exists ? 0 : 1;
+        const uint64_t added_bytes = bytes > old_bytes ? bytes - old_bytes : 0;
+        const uint64_t freed_bytes = old_bytes > bytes ? old_bytes - bytes : 0;
+        if (!hold.Draw(added_timers, added_bytes)) {
+          // Without a hold, a plain start looks for a duplicate before it touches the shared counters: a
+          // retried start is ALREADY_EXISTS at a bound too, and a duplicate never counts against one, even
+          // for a moment.
+          if (!op.replace && ctx.shard().Get(op.key).has_value()) {
+            op.status = AlreadyExists(op.key);
+            return;
+          }
+          // This start's own share (a run's hold that does not cover it was given back first).
+          if (std::string refused = hold.Take(state, ns_name, added_timers, added_bytes, options);
+              !refused.empty()) {
+            op.status = absl::ResourceExhaustedError(std::move(refused));
+            return;
+          }
+          hold.Draw(added_timers, added_bytes);  // Covered exactly.
+        }
+        StartSpec spec;
+        spec.id = op.key;
+        spec.payload = op.payload;
+        spec.when = WhenOf(runtime, op.by_ttl, op.ttl_ns, op.deadline_unix_ns);
+        spec.interval_ns = op.interval_ns;
+        spec.replace = op.replace;
+        // A replaced timer's record is stored under its own deadline: the replacement deletes it.
+        std::optional<int64_t> replaced_deadline;
+        if (exists && ctx.batch() != nullptr)
+          replaced_deadline = runtime.time().ToWall(existing->deadline_ns);
+        op.status = ctx.shard().Start(spec, ctx.now_mono_ns(), [&](const TimerView& t) {
+          // The view splits the id at its namespace (core's groups); op.key is the whole of it.
+          const int64_t deadline = runtime.time().ToWall(t.deadline_ns);
+          if (op.out != nullptr) FillTimer(op.key, t.payload, deadline, t.ttl_ns, t.interval_ns, op.out);
+          if (StoreBatch* batch = ctx.batch()) {
+            if (replaced_deadline) batch->DeleteTimer(op.key, *replaced_deadline);
+            batch->PutTimer(op.key, deadline, t.ttl_ns, t.interval_ns, t.payload);
+          }
+        });
+        if (absl::IsAlreadyExists(op.status)) op.status = AlreadyExists(op.key);
+        if (op.status.ok()) {
+          ctx.counters().starts++;
+          if (freed_bytes != 0) {
+            runtime.total_pending_bytes().fetch_sub(freed_bytes, std::memory_order_relaxed);
+            state.pending_bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
+          }
+        } else {
+          hold.Undraw(added_timers, added_bytes);  // Given back with the hold.
+        }
+      });
 }
 
 void StartCommand::Done(const absl::Status& write_status) {
@@ -400,7 +411,8 @@ void ListState::Finish() {
   // More may follow if any shard filled its page.
   bool more = all.size() > limit;
   for (auto& shard : per_shard) more = more || shard.size() == limit;
-  if (more && n > 0) response->set_next_page_token(EncodePageToken(response->timers(static_cast<int>(n - 1)).id()));
+  if (more && n > 0)
+    response->set_next_page_token(EncodePageToken(response->timers(static_cast<int>(n - 1)).id()));
   call->Reply(grpc::Status::OK);
 }
 

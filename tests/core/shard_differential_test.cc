@@ -128,6 +128,10 @@ class ShardDifferential {
   }
 
   void Step() {
+    // A prefetch step for some id before every operation, as a batch's RunPrefetched gives them: they read
+    // the shard (its index chunk, records, their neighbours) and must never change what it answers. Under a
+    // sanitizer this also checks that those reads stay inside live memory.
+    shard_.Prefetch(TimerIdHash(RandomId()), static_cast<Shard::PrefetchStep>(rng_.Uniform(0, 2)));
     const uint64_t r = rng_.Uniform(0, 999);
     if (r < 375) {
       DoStart(RandomWhen(/*allow_deadline=*/true), 0);
