@@ -40,7 +40,19 @@ class DrainTest : public ::testing::Test {
     std::vector<bool> on_disk;          // Per call, after the restart.
     grpc::Status list_answer;           // The ListTimers call.
     int listed = 0;                     // Timers in its answer.
+    bool observed = true;  // False: the calls were done before the drain began; nothing to check.
   };
+
+  // Run, again (with a fresh lawnd) while the calls in flight were all done before the drain could be seen.
+  void RunObserved(Outcome* outcome) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      *outcome = Outcome();
+      ASSERT_NO_FATAL_FAILURE(Run(outcome));
+      if (outcome->observed) return;
+    }
+    FAIL() << "the calls in flight were done before the drain could be observed three times: the busy round "
+              "was too short";
+  }
 
   // Loads the busy timers, sends kCallsInFlight StartTimer calls and the ListTimers call once they are due,
   // sends SIGTERM, checks what the drain answers meanwhile, waits for the exit (0) and restarts. Fatal
@@ -127,9 +139,27 @@ class DrainTest : public ::testing::Test {
       const intptr_t i = reinterpret_cast<intptr_t>(tag);
       done_early += i < 0 || !RefusedByTheDrain(outcome->answers[i - 1]);
     }
-    ASSERT_EQ(done_early, 0) << "calls in flight were done before the drain could be observed ("
-                             << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - sent).count()
-                             << " ms): the busy round was too short";
+    if (done_early != 0) {
+      // A precondition, not the behaviour under test (as the loading above): on a loaded machine the test may
+      // send its calls late, after the busy round was over. RunObserved tries again with a fresh lawnd.
+      const auto ms =
+          std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - sent).count();
+      std::printf(
+          "%d calls in flight were done before the drain could be observed (%lld ms): the busy round was "
+          "too short; trying again\n",
+          done_early, static_cast<long long>(ms));
+      outcome->observed = false;
+      // Every call ends before the queue and the contexts go, and lawnd ends before the next attempt.
+      for (int i = answered; i < kCallsInFlight + 1; ++i) {
+        ASSERT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + seconds(60)),
+                  grpc::CompletionQueue::GOT_EVENT);
+      }
+      EXPECT_EQ(lawnd.WaitExit(seconds(60)), 0);
+      cq.Shutdown();
+      while (cq.Next(&tag, &ok)) {
+      }
+      return;
+    }
     ASSERT_EQ(health, grpc::health::v1::HealthCheckResponse::NOT_SERVING) << "no answer: lawnd already gone";
     {
       grpc::ClientContext ctx;
@@ -196,7 +226,7 @@ class DrainTest : public ::testing::Test {
 // and be refused; that is allowed.)
 TEST_F(DrainTest, RefusesNewCallsWhileNotServingAndKeepsWhatItAdmitted) {
   Outcome outcome;
-  ASSERT_NO_FATAL_FAILURE(Run(&outcome));
+  ASSERT_NO_FATAL_FAILURE(RunObserved(&outcome));
   ASSERT_EQ(outcome.on_disk.size(), static_cast<size_t>(kCallsInFlight));
   int admitted = 0;
   for (int i = 0; i < kCallsInFlight; ++i) {
@@ -215,7 +245,7 @@ TEST_F(DrainTest, RefusesNewCallsWhileNotServingAndKeepsWhatItAdmitted) {
 // 60 MB page arrives whole, and every admitted StartTimer is answered OK.
 TEST_F(DrainTest, AdmittedCallsAreAnsweredOk) {
   Outcome outcome;
-  ASSERT_NO_FATAL_FAILURE(Run(&outcome));
+  ASSERT_NO_FATAL_FAILURE(RunObserved(&outcome));
   EXPECT_TRUE(outcome.list_answer.ok()) << "ListTimers: " << outcome.list_answer.error_code() << " "
                                         << outcome.list_answer.error_message();
   EXPECT_EQ(outcome.listed, kFatTimers);
