@@ -4,8 +4,9 @@
 //
 // An operation i is preceded by three steps for its id, each a few operations before the next needs it:
 // the index chunk kIndexAhead operations early, the record kRecordAhead early, its list neighbours
-// kLinksAhead early. The distances were measured in lawn_bench (BENCHMARKS.md section 39): far enough that a
-// load (~100 ns here) finishes before the next step reads it, near enough that the lines are still cached.
+// kLinksAhead early. The distances were measured with a probe beside lawn_bench (BENCHMARKS.md section 39):
+// far enough that a load (~220 ns on the project's machine) finishes before the next step reads it, near
+// enough that the lines are still cached.
 //
 // Thread-safety: that of the shard (one thread).
 #pragma once
