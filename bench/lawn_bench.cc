@@ -19,8 +19,10 @@
 //   Expire  advances the clock tick by tick and fires; after each segment of ticks (about pending/100
 //           firings) the fired timers are restarted with their TTL, untimed, so the population stays steady.
 //   Start   starts a batch of 10'000 new random ids (TTLs drawn as at arrival), then deletes them untimed.
-//   Delete  deletes a batch of 10'000 pending ids in scattered order, then restarts them untimed. It runs
-//           last because those restarts re-time the population (they all start at the same instant).
+//   Delete  deletes a batch of 10'000 pending ids in scattered order, then restarts them untimed, in another
+//           order (so that a later pass deletes from scattered places in the lists, not their fronts; before
+//           2026-11-28 it did). It runs last because those restarts re-time the population (they all start
+//           at the same instant).
 // The world is rebuilt when a benchmark of another structure, workload or size runs, so any filter works.
 //
 // Usage (see compare.py):
@@ -39,6 +41,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <string_view>
@@ -304,6 +307,8 @@ void BM_Delete(benchmark::State& state, WorldCache& cache, Workload workload) {
   // once per `pending` victims, in scattered order. The batch's ids are copied to a contiguous buffer first
   // so the timed loop reads them as a request stream would, not with a cache miss of its own.
   constexpr uint64_t kStride = 2'654'435'761ULL;
+  constexpr size_t kRestartStride = 7'919;  // Coprime with kBatch: k -> k * 7919 mod kBatch is a permutation.
+  static_assert(std::gcd(kBatch, kRestartStride) == 1);
   IdBlock ids(kBatch);
   std::vector<uint64_t> ttl_ns(kBatch);
   const auto next_batch = [&] {
@@ -326,7 +331,13 @@ void BM_Delete(benchmark::State& state, WorldCache& cache, Workload workload) {
     }
     stopwatch.Stop();
     state.PauseTiming();
-    for (size_t i = 0; i < kBatch; ++i) ok &= world.timers.Start(ids[i], {}, ttl_ns[i], world.now_ns);
+    // Restart in another order than the deletes': every timer restarted here goes to the end of its list, and
+    // restarting in victim order would make the next pass over the population delete each list's first timer,
+    // in the order the lists hold them (the case of deleting the oldest, not a scattered delete).
+    for (size_t k = 0; k < kBatch; ++k) {
+      const size_t i = k * kRestartStride % kBatch;
+      ok &= world.timers.Start(ids[i], {}, ttl_ns[i], world.now_ns);
+    }
     next_batch();
     state.ResumeTiming();
   }

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/prefetch.h"
+
 namespace lawn {
 
 namespace {
@@ -18,18 +20,40 @@ Lawn::Lawn(TimerPool& pool, uint32_t max_buckets)
     // location is 16 bits wide: more than 65535 buckets could not be addressed (and would defeat Lawn).
     : pool_(pool), max_buckets_(max_buckets > 65535 ? 65535 : max_buckets) {}
 
+uint64_t Lawn::EarliestFront(const Bucket& b) {
+  uint64_t earliest = UINT64_MAX;
+  for (uint64_t d : b.front) earliest = d < earliest ? d : earliest;
+  return earliest;
+}
+
+uint64_t Lawn::LatestTail(const Bucket& b) const {
+  uint64_t latest = 0;
+  for (const Lane& lane : b.lanes) {
+    if (lane.tail != kNoTimer && pool_[lane.tail].deadline_ns > latest) latest = pool_[lane.tail].deadline_ns;
+  }
+  return latest;
+}
+
 bool Lawn::TryPush(TimerRef ref) {
   TimerRecord& r = pool_[ref];
+  const uint32_t lane_number = LaneOf(ref);
   auto it = by_ttl_.find(r.ttl_ns);
   if (it != by_ttl_.end()) {
     Bucket& b = buckets_[it->second];
-    TimerRecord& tail = pool_[b.tail];
-    if (tail.deadline_ns > r.deadline_ns) return false;  // Appending would break FIFO == deadline order.
-    // Appending behind the tail leaves the head, and so the heap, unchanged: O(1).
-    tail.next = ref;
-    r.prev = b.tail;
+    // No timer in the bucket is due after last_deadline, so appending behind any lane's last keeps that lane
+    // ordered; and the bucket's key, its earliest deadline, is unchanged: O(1).
+    if (r.deadline_ns < b.last_deadline) return false;
+    b.last_deadline = r.deadline_ns;
+    Lane& lane = b.lanes[lane_number];
+    r.prev = lane.tail;
     r.next = kNoTimer;
-    b.tail = ref;
+    if (lane.tail != kNoTimer) {
+      pool_[lane.tail].next = ref;
+    } else {
+      lane.head = ref;
+      b.front[lane_number] = r.deadline_ns;
+    }
+    lane.tail = ref;
     ++b.count;
     r.home = Home::kLawn;
     r.location = static_cast<uint16_t>(it->second);
@@ -46,7 +70,11 @@ bool Lawn::TryPush(TimerRef ref) {
     buckets_.emplace_back();
   }
   Bucket& b = buckets_[number];
-  b = Bucket{r.ttl_ns, ref, ref, 1, 0};
+  b = Bucket{};
+  b.ttl_ns = r.ttl_ns;
+  b.key = b.last_deadline = b.front[lane_number] = r.deadline_ns;
+  b.count = 1;
+  b.lanes[lane_number] = Lane{ref, ref};
   r.prev = r.next = kNoTimer;
   r.home = Home::kLawn;
   r.location = static_cast<uint16_t>(number);
@@ -61,25 +89,104 @@ bool Lawn::TryPush(TimerRef ref) {
 void Lawn::Remove(TimerRef ref) {
   TimerRecord& r = pool_[ref];
   const uint32_t number = r.location;
+  const uint32_t lane_number = LaneOf(ref);
   Bucket& b = buckets_[number];
-  const bool was_head = b.head == ref;
-  if (r.prev != kNoTimer) pool_[r.prev].next = r.next; else b.head = r.next;
-  if (r.next != kNoTimer) pool_[r.next].prev = r.prev; else b.tail = r.prev;
+  Lane& lane = b.lanes[lane_number];
+  const bool was_first = r.prev == kNoTimer;
+  const bool was_last = r.next == kNoTimer;
+  if (r.prev != kNoTimer)
+    pool_[r.prev].next = r.next;
+  else
+    lane.head = r.next;
+  if (r.next != kNoTimer)
+    pool_[r.next].prev = r.prev;
+  else
+    lane.tail = r.prev;
+  if (was_first) b.front[lane_number] = r.next != kNoTimer ? pool_[r.next].deadline_ns : UINT64_MAX;
   r.prev = r.next = kNoTimer;
   r.home = Home::kNone;
   --b.count;
   --size_;
   if (b.count == 0) {
     DropBucket(number);
-  } else if (was_head) {
-    SiftDown(b.heap_pos);  // The new head is due no earlier than the old one: the key only grew.
+    return;
   }
+  // The latest timer left: the next push is ordered against the timers still here, as with one list.
+  if (was_last && r.deadline_ns == b.last_deadline) b.last_deadline = LatestTail(b);
+  if (was_first) {
+    const uint64_t key = EarliestFront(b);
+    if (key != b.key) {
+      b.key = key;
+      SiftDown(b.heap_pos);  // The lane's new first is due no earlier than the old one: the key only grew.
+    }
+  }
+}
+
+TimerRef Lawn::Front() const {
+  if (heap_.empty()) return kNoTimer;
+  const Bucket& b = buckets_[heap_[0]];
+  for (uint32_t l = 0; l < kLanes; ++l) {
+    if (b.lanes[l].head != kNoTimer && b.front[l] == b.key) return b.lanes[l].head;
+  }
+  InvariantBroken("bucket key is no lane's front");
 }
 
 TimerRef Lawn::PopFront() {
   const TimerRef ref = Front();
   Remove(ref);
   return ref;
+}
+
+void Lawn::TakeDue(uint64_t limit_ns, std::vector<TimerRef>& out) {
+  while (!heap_.empty()) {
+    const uint32_t number = heap_[0];
+    Bucket& b = buckets_[number];
+    if (b.key > limit_ns) return;
+    TakeDueFrom(b, limit_ns, out);
+    if (b.count == 0) {
+      DropBucket(number);
+    } else {
+      b.key = EarliestFront(b);
+      SiftDown(0);
+    }
+  }
+}
+
+void Lawn::TakeDueFrom(Bucket& b, uint64_t limit_ns, std::vector<TimerRef>& out) {
+  // Rounds over the lanes: the first pass unlinks each due lane's first timer and starts loading its
+  // successor; the second reads those successors' deadlines, by then (mostly) loaded side by side.
+  uint32_t due = 0;  // Bit l: lane l's first timer is due.
+  for (uint32_t l = 0; l < kLanes; ++l) due |= static_cast<uint32_t>(b.front[l] <= limit_ns) << l;
+  while (due != 0) {
+    uint32_t loading = 0;  // Bit l: lane l has a new first timer, being loaded.
+    for (uint32_t bits = due; bits != 0; bits &= bits - 1) {
+      const uint32_t l = static_cast<uint32_t>(__builtin_ctz(bits));
+      Lane& lane = b.lanes[l];
+      const TimerRef ref = lane.head;
+      TimerRecord& r = pool_[ref];
+      lane.head = r.next;
+      r.prev = r.next = kNoTimer;
+      r.home = Home::kNone;
+      out.push_back(ref);
+      if (lane.head == kNoTimer) {
+        lane.tail = kNoTimer;
+        b.front[l] = UINT64_MAX;
+      } else {
+        PrefetchLine(&pool_[lane.head]);
+        loading |= 1u << l;
+      }
+      --b.count;
+      --size_;
+    }
+    due = 0;
+    for (uint32_t bits = loading; bits != 0; bits &= bits - 1) {
+      const uint32_t l = static_cast<uint32_t>(__builtin_ctz(bits));
+      TimerRecord& first = pool_[b.lanes[l].head];
+      first.prev = kNoTimer;
+      b.front[l] = first.deadline_ns;
+      due |= static_cast<uint32_t>(first.deadline_ns <= limit_ns) << l;
+    }
+  }
 }
 
 void Lawn::DropBucket(uint32_t number) {
@@ -145,20 +252,31 @@ void Lawn::CheckInvariants() const {
     if (pos > 0 && Key(heap_[(pos - 1) / 2]) > Key(number)) InvariantBroken("heap order");
     auto it = by_ttl_.find(b.ttl_ns);
     if (it == by_ttl_.end() || it->second != number) InvariantBroken("ttl map disagrees with bucket");
-    if (b.count == 0 || b.head == kNoTimer) InvariantBroken("empty bucket kept");
+    if (b.count == 0) InvariantBroken("empty bucket kept");
+    if (b.key != EarliestFront(b)) InvariantBroken("bucket key is not its lanes' earliest front");
     uint32_t count = 0;
-    TimerRef prev = kNoTimer;
-    for (TimerRef t = b.head; t != kNoTimer; t = pool_[t].next) {
-      const TimerRecord& r = pool_[t];
-      if (r.prev != prev) InvariantBroken("broken back link");
-      if (r.home != Home::kLawn || r.location != number) InvariantBroken("record not homed in its bucket");
-      if (r.ttl_ns != b.ttl_ns) InvariantBroken("record ttl differs from bucket ttl");
-      if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns) InvariantBroken("bucket not FIFO");
-      prev = t;
-      ++count;
+    uint64_t latest = 0;
+    for (uint32_t l = 0; l < kLanes; ++l) {
+      const Lane& lane = b.lanes[l];
+      const uint64_t front = lane.head != kNoTimer ? pool_[lane.head].deadline_ns : UINT64_MAX;
+      if (b.front[l] != front) InvariantBroken("lane front deadline is stale");
+      TimerRef prev = kNoTimer;
+      for (TimerRef t = lane.head; t != kNoTimer; t = pool_[t].next) {
+        const TimerRecord& r = pool_[t];
+        if (r.prev != prev) InvariantBroken("broken back link");
+        if (LaneOf(t) != l) InvariantBroken("timer in another lane");
+        if (r.home != Home::kLawn || r.location != number) InvariantBroken("record not homed in its bucket");
+        if (r.ttl_ns != b.ttl_ns) InvariantBroken("record ttl differs from bucket ttl");
+        if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns) InvariantBroken("lane not FIFO");
+        if (r.deadline_ns > b.last_deadline) InvariantBroken("timer due after the bucket's last deadline");
+        latest = r.deadline_ns > latest ? r.deadline_ns : latest;
+        prev = t;
+        ++count;
+      }
+      if (prev != lane.tail) InvariantBroken("tail is not the last record");
     }
-    if (prev != b.tail) InvariantBroken("tail is not the last record");
     if (count != b.count) InvariantBroken("bucket count");
+    if (latest != b.last_deadline) InvariantBroken("last_deadline is not the latest deadline held");
     total += count;
   }
   if (total != size_) InvariantBroken("size is not the sum of bucket counts");

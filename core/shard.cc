@@ -286,12 +286,11 @@ size_t Shard::Advance(uint64_t now_ns, AdmitFn admit, FiredSink sink) {
   size_t fired = 0;
   while (true) {
     // The next group is every timer due at tick t, the earliest tick among the Lawn front and the wheel.
-    const TimerRef front = lawn_.Front();
     const std::optional<uint64_t> wheel_tick = wheel_.NextTick();
     uint64_t t = UINT64_MAX;
     bool any = false;
-    if (front != kNoTimer) {
-      t = DeadlineTick(pool_[front].deadline_ns);
+    if (!lawn_.empty()) {
+      t = DeadlineTick(lawn_.FrontDeadline());
       any = true;
     }
     if (wheel_tick && (!any || *wheel_tick < t)) {
@@ -302,9 +301,8 @@ size_t Shard::Advance(uint64_t now_ns, AdmitFn admit, FiredSink sink) {
     group_.clear();
     uint64_t taken_tick;
     if (wheel_tick && *wheel_tick <= t) wheel_.TakeDue(t, group_, &taken_tick);
-    while (lawn_.Front() != kNoTimer && DeadlineTick(pool_[lawn_.Front()].deadline_ns) <= t) {
-      group_.push_back(lawn_.PopFront());
-    }
+    // Due by tick t means deadline <= t * tick (DeadlineTick rounds up); t <= now_tick, so no overflow.
+    lawn_.TakeDue(t * tick_ns_, group_);
     if (group_.empty()) continue;  // Only a cascade happened; look again.
     fired += FireGroup(group_, now_ns, admit, sink);
   }
@@ -432,9 +430,8 @@ std::vector<Timer> Shard::AdvanceCollect(uint64_t now_ns) {
 
 std::optional<uint64_t> Shard::NextDeadlineNs() const {
   std::optional<uint64_t> tick = wheel_.NextTick();
-  const TimerRef front = lawn_.Front();
-  if (front != kNoTimer) {
-    const uint64_t t = DeadlineTick(pool_[front].deadline_ns);
+  if (!lawn_.empty()) {
+    const uint64_t t = DeadlineTick(lawn_.FrontDeadline());
     if (!tick || t < *tick) tick = t;
   }
   if (!tick) return std::nullopt;
