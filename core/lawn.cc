@@ -94,14 +94,16 @@ void Lawn::Remove(TimerRef ref) {
   Lane& lane = b.lanes[lane_number];
   const bool was_first = r.prev == kNoTimer;
   const bool was_last = r.next == kNoTimer;
-  if (r.prev != kNoTimer)
+  if (r.prev != kNoTimer) {
     pool_[r.prev].next = r.next;
-  else
+  } else {
     lane.head = r.next;
-  if (r.next != kNoTimer)
+  }
+  if (r.next != kNoTimer) {
     pool_[r.next].prev = r.prev;
-  else
+  } else {
     lane.tail = r.prev;
+  }
   if (was_first) b.front[lane_number] = r.next != kNoTimer ? pool_[r.next].deadline_ns : UINT64_MAX;
   r.prev = r.next = kNoTimer;
   r.home = Home::kNone;
