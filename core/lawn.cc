@@ -45,15 +45,8 @@ bool Lawn::TryPush(TimerRef ref) {
     if (r.deadline_ns < b.last_deadline) return false;
     b.last_deadline = r.deadline_ns;
     Lane& lane = b.lanes[lane_number];
-    r.prev = lane.tail;
-    r.next = kNoTimer;
-    if (lane.tail != kNoTimer) {
-      pool_[lane.tail].next = ref;
-    } else {
-      lane.head = ref;
-      b.front[lane_number] = r.deadline_ns;
-    }
-    lane.tail = ref;
+    if (lane.tail == kNoTimer) b.front[lane_number] = r.deadline_ns;
+    AppendToList(pool_, ref, lane.head, lane.tail);
     ++b.count;
     r.home = Home::kLawn;
     r.location = static_cast<uint16_t>(it->second);
@@ -94,18 +87,9 @@ void Lawn::Remove(TimerRef ref) {
   Lane& lane = b.lanes[lane_number];
   const bool was_first = r.prev == kNoTimer;
   const bool was_last = r.next == kNoTimer;
-  if (r.prev != kNoTimer) {
-    pool_[r.prev].next = r.next;
-  } else {
-    lane.head = r.next;
-  }
-  if (r.next != kNoTimer) {
-    pool_[r.next].prev = r.prev;
-  } else {
-    lane.tail = r.prev;
-  }
-  if (was_first) b.front[lane_number] = r.next != kNoTimer ? pool_[r.next].deadline_ns : UINT64_MAX;
-  r.prev = r.next = kNoTimer;
+  const TimerRef next = r.next;
+  UnlinkFromList(pool_, ref, lane.head, lane.tail);
+  if (was_first) b.front[lane_number] = next != kNoTimer ? pool_[next].deadline_ns : UINT64_MAX;
   r.home = Home::kNone;
   --b.count;
   --size_;

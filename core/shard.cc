@@ -369,14 +369,7 @@ void Shard::Hold(TimerRef ref, uint16_t group) {
   TimerRecord& r = pool_[ref];
   r.home = Home::kHeld;
   r.location = group;
-  r.next = kNoTimer;
-  r.prev = list.tail;
-  if (list.tail != kNoTimer) {
-    pool_[list.tail].next = ref;
-  } else {
-    list.head = ref;
-  }
-  list.tail = ref;
+  AppendToList(pool_, ref, list.head, list.tail);
   ++list.size;
   ++held_count_;
 }
@@ -386,17 +379,7 @@ void Shard::Unhold(TimerRef ref) {
   auto it = held_.find(r.location);
   if (it == held_.end()) InvariantBroken("held timer's group has no list");
   HeldList& list = it->second;
-  if (r.prev != kNoTimer) {
-    pool_[r.prev].next = r.next;
-  } else {
-    list.head = r.next;
-  }
-  if (r.next != kNoTimer) {
-    pool_[r.next].prev = r.prev;
-  } else {
-    list.tail = r.prev;
-  }
-  r.prev = r.next = kNoTimer;
+  UnlinkFromList(pool_, ref, list.head, list.tail);
   r.home = Home::kNone;
   --held_count_;
   if (--list.size == 0) held_.erase(it);

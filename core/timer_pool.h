@@ -101,4 +101,34 @@ class TimerPool {
   size_t blob_bytes_ = 0;
 };
 
+// A FIFO list of records through their prev/next links, by its first and last ref (kNoTimer when empty): a
+// Lawn bucket's lane, a shard's hold group.
+// Appends an unlinked `ref` behind `tail`.
+inline void AppendToList(TimerPool& pool, TimerRef ref, TimerRef& head, TimerRef& tail) {
+  TimerRecord& r = pool[ref];
+  r.prev = tail;
+  r.next = kNoTimer;
+  if (tail != kNoTimer) {
+    pool[tail].next = ref;
+  } else {
+    head = ref;
+  }
+  tail = ref;
+}
+// Unlinks `ref` from the list and clears its links.
+inline void UnlinkFromList(TimerPool& pool, TimerRef ref, TimerRef& head, TimerRef& tail) {
+  TimerRecord& r = pool[ref];
+  if (r.prev != kNoTimer) {
+    pool[r.prev].next = r.next;
+  } else {
+    head = r.next;
+  }
+  if (r.next != kNoTimer) {
+    pool[r.next].prev = r.prev;
+  } else {
+    tail = r.prev;
+  }
+  r.prev = r.next = kNoTimer;
+}
+
 }  // namespace lawn
