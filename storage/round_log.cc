@@ -1,0 +1,332 @@
+#include "storage/round_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "storage/crc32c.h"
+
+namespace lawn {
+namespace {
+
+constexpr std::string_view kSuffix = ".lawnlog";
+constexpr uint64_t kMinSegmentBytes = 4096;
+
+void PutFixed32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+uint64_t GetFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+absl::Status Errno(const char* what, const std::string& path, int err) {
+  const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
+}
+
+// Writes all of `data` at `offset` (pwrite may write less than asked).
+bool WriteAllAt(int fd, std::string_view data, uint64_t offset) {
+  while (!data.empty()) {
+    const ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// The segment number of file `name`, if it is a segment's name.
+std::optional<uint64_t> SegmentNumber(std::string_view name) {
+  if (name.size() != 20 + kSuffix.size() || name.substr(20) != kSuffix) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : name.substr(0, 20)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
+absl::StatusOr<std::vector<uint64_t>> ListSegments(const std::string& dir) {
+  std::error_code ec;
+  std::vector<uint64_t> numbers;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (auto n = SegmentNumber(entry.path().filename().string())) numbers.push_back(*n);
+  }
+  if (ec) {
+    return ec == std::errc::no_such_file_or_directory
+               ? absl::NotFoundError(absl::StrCat("round log ", dir, " does not exist"))
+               : absl::UnavailableError(absl::StrCat("list round log ", dir, ": ", ec.message()));
+  }
+  std::sort(numbers.begin(), numbers.end());
+  return numbers;
+}
+
+// The record at `pos` of segment `number`'s bytes, if it is a good one: whole, of this segment, CRC right.
+std::optional<RoundLogRecord> RecordAt(std::string_view bytes, uint64_t number, uint64_t pos) {
+  constexpr size_t kHeader = RoundLogWriter::kHeaderBytes;
+  if (bytes.size() - pos < kHeader) return std::nullopt;
+  const char* p = bytes.data() + pos;
+  if (GetFixed64(p + 8) != number) return std::nullopt;
+  const uint32_t length = GetFixed32(p + 4);
+  if (length > bytes.size() - pos - kHeader) return std::nullopt;
+  if (internal::Crc32c(std::string_view(p + 4, kHeader - 4 + length)) != GetFixed32(p)) return std::nullopt;
+  return RoundLogRecord{number, pos, GetFixed64(p + 16), GetFixed64(p + 24),
+                        std::string_view(p + kHeader, length)};
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path, errno);
+  std::string bytes;
+  struct stat st;
+  if (::fstat(fd, &st) == 0) bytes.reserve(static_cast<size_t>(st.st_size));
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Errno("read", path, err);
+    }
+    if (n == 0) break;
+    bytes.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
+}  // namespace
+
+std::string RoundLogSegmentName(uint64_t number) { return absl::StrFormat("%020u%s", number, kSuffix); }
+
+// Writer
+
+absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const RoundLogOptions& options,
+                                                                     uint64_t first_segment,
+                                                                     uint64_t next_sequence) {
+  if (options.segment_bytes < kMinSegmentBytes || options.segment_bytes > (uint64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("round log segment size ", options.segment_bytes, " bytes; allowed: 4 KiB to 1 TiB"));
+  }
+  if (first_segment == 0 || next_sequence == 0) {
+    return absl::InvalidArgumentError("round log segment numbers and sequences start at 1");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("create round log ", options.dir, ": ", ec.message()));
+  LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> existing, ListSegments(options.dir));
+  if (!existing.empty() && existing.back() >= first_segment) {
+    return absl::FailedPreconditionError(absl::StrCat("round log ", options.dir, " already has segment ",
+                                                      existing.back(), "; a writer starting at segment ",
+                                                      first_segment, " would write over it"));
+  }
+  const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Errno("open", options.dir, errno);
+  std::unique_ptr<RoundLogWriter> writer(new RoundLogWriter(options, dir_fd, first_segment, next_sequence));
+  LAWN_RETURN_IF_ERROR(writer->OpenSegment(first_segment));
+  return writer;
+}
+
+RoundLogWriter::RoundLogWriter(const RoundLogOptions& options, int dir_fd, uint64_t segment,
+                               uint64_t next_sequence)
+    : options_(options),
+      dir_fd_(dir_fd),
+      segment_(segment),
+      next_sequence_(next_sequence),
+      synced_through_(next_sequence - 1) {}
+
+RoundLogWriter::~RoundLogWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  ::close(dir_fd_);
+}
+
+absl::Status RoundLogWriter::Fail(absl::Status status) {
+  if (failed_.ok()) failed_ = status;
+  return status;
+}
+
+absl::Status RoundLogWriter::OpenSegment(uint64_t number) {
+  const std::string path = options_.dir + "/" + RoundLogSegmentName(number);
+  bool reused = false;
+  if (!spares_.empty()) {
+    const std::string spare = options_.dir + "/" + RoundLogSegmentName(spares_.front());
+    if (::rename(spare.c_str(), path.c_str()) != 0) return Fail(Errno("rename", spare, errno));
+    spares_.pop_front();
+    reused = true;
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Fail(Errno("open", path, errno));
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  segment_ = number;
+  offset_ = 0;
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Fail(Errno("stat", path, errno));
+  // A new segment (or a spare of another size) is written full of zeros: blocks written once, so that the
+  // syncs of the records written over them later have nothing but data to write.
+  if (!reused || static_cast<uint64_t>(st.st_size) < options_.segment_bytes) {
+    const std::string zeros(1 << 20, '\0');
+    for (uint64_t at = 0; at < options_.segment_bytes; at += zeros.size()) {
+      const uint64_t n = std::min<uint64_t>(zeros.size(), options_.segment_bytes - at);
+      if (!WriteAllAt(fd_, std::string_view(zeros.data(), n), at)) return Fail(Errno("write", path, errno));
+    }
+  }
+  if (::fdatasync(fd_) != 0) return Fail(Errno("fdatasync", path, errno));
+  if (::fsync(dir_fd_) != 0) return Fail(Errno("fsync", options_.dir, errno));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> RoundLogWriter::Append(std::string_view payload) {
+  LAWN_RETURN_IF_ERROR(failed_);
+  const uint64_t size = kHeaderBytes + payload.size();
+  if (size > options_.segment_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("round log record of ", payload.size(),
+                                                   " bytes does not fit in a segment of ",
+                                                   options_.segment_bytes, " bytes"));
+  }
+  if (offset_ + size > options_.segment_bytes) {
+    LAWN_RETURN_IF_ERROR(Sync());
+    LAWN_RETURN_IF_ERROR(OpenSegment(segment_ + 1));
+  }
+  buffer_.resize(size);
+  char* p = buffer_.data();
+  PutFixed32(p + 4, static_cast<uint32_t>(payload.size()));
+  PutFixed64(p + 8, segment_);
+  PutFixed64(p + 16, next_sequence_);
+  PutFixed64(p + 24, synced_through_);
+  std::memcpy(p + kHeaderBytes, payload.data(), payload.size());
+  PutFixed32(p, internal::Crc32c(std::string_view(p + 4, size - 4)));
+  if (!WriteAllAt(fd_, buffer_, offset_)) return Fail(Errno("write", RoundLogSegmentName(segment_), errno));
+  offset_ += size;
+  return next_sequence_++;
+}
+
+absl::Status RoundLogWriter::Sync() {
+  LAWN_RETURN_IF_ERROR(failed_);
+  if (::fdatasync(fd_) != 0) return Fail(Errno("fdatasync", RoundLogSegmentName(segment_), errno));
+  synced_through_ = next_sequence_ - 1;
+  return absl::OkStatus();
+}
+
+absl::Status RoundLogWriter::RetireBelow(uint64_t segment) {
+  LAWN_RETURN_IF_ERROR(failed_);
+  segment = std::min(segment, segment_);
+  LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> existing, ListSegments(options_.dir));
+  for (uint64_t n : existing) {
+    if (n < retired_below_ || n >= segment) continue;
+    if (std::find(spares_.begin(), spares_.end(), n) == spares_.end()) spares_.push_back(n);
+  }
+  retired_below_ = std::max(retired_below_, segment);
+  while (spares_.size() > options_.spare_segments) {
+    const std::string path = options_.dir + "/" + RoundLogSegmentName(spares_.front());
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("delete", path, errno);
+    spares_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+// Reader
+
+absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
+                          absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record,
+                          RoundLogEnd* end) {
+  LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, ListSegments(dir));
+  std::optional<uint64_t> last;  // Sequence of the last record taken.
+  // Whether bad bytes came after it; bad_segment, bad_offset: the first of them in the latest segment that
+  // has any (the unused end of a segment the writer left is bad bytes too, followed by the next segment).
+  bool bad = false;
+  uint64_t bad_segment = 0;
+  uint64_t bad_offset = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const uint64_t number = segments[i];
+    if (i > 0 && number != segments[i - 1] + 1) {
+      return absl::DataLossError(absl::StrCat("round log ", dir, ": segment ", segments[i - 1] + 1,
+                                              " is missing between ", segments[i - 1], " and ", number));
+    }
+    const std::string path = dir + "/" + RoundLogSegmentName(number);
+    LAWN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+    bool ignore_rest = false;  // The rest of this segment is a crashed writer's unsynced records.
+    uint64_t pos = 0;
+    while (pos < bytes.size()) {
+      std::optional<RoundLogRecord> record = RecordAt(bytes, number, pos);
+      if (!record) {
+        if (!bad || bad_segment != number) {
+          bad = true;
+          bad_segment = number;
+          bad_offset = pos;
+        }
+        // Zeros (a segment's unwritten rest) are skipped in one step: a record's segment number, 8 bytes from
+        // its start, is never 0, so no record starts more than 15 bytes before the next nonzero byte.
+        const auto nonzero = std::find_if(bytes.begin() + static_cast<std::ptrdiff_t>(pos), bytes.end(),
+                                          [](char c) { return c != 0; });
+        const uint64_t next = static_cast<uint64_t>(nonzero - bytes.begin());
+        pos = next > pos + 16 ? next - 15 : pos + 1;
+        continue;
+      }
+      const uint64_t seq = record->sequence;
+      // The sequence the log must go on with: the one after the last record, or at the start any up to the
+      // first one the caller needs.
+      const uint64_t wanted = last ? *last + 1 : first_sequence;
+      const bool takes = last ? seq == wanted : seq <= wanted;
+      if (!takes && bad && number == bad_segment && record->synced_through < wanted && !ignore_rest) {
+        ignore_rest = true;  // Never synced: the records after the bad bytes were not durable either.
+      }
+      if (ignore_rest && !takes) {
+        if (record->synced_through >= wanted) {
+          return absl::DataLossError(absl::StrCat("round log ", dir, ": record ", seq, " at segment ", number,
+                                                  " offset ", pos, " says record ", wanted,
+                                                  " was synced, but the bytes at segment ", bad_segment,
+                                                  " offset ", bad_offset, " where it should be are damaged"));
+        }
+        pos += RoundLogWriter::kHeaderBytes + record->payload.size();
+        continue;
+      }
+      if (!takes) {
+        const std::string where =
+            bad ? absl::StrCat(" after the damaged bytes at segment ", bad_segment, " offset ", bad_offset)
+                : "";
+        return absl::DataLossError(absl::StrCat(
+            "round log ", dir, ": record ", seq, " at segment ", number, " offset ", pos, where, " follows ",
+            last ? absl::StrCat("record ", *last)
+                 : absl::StrCat("the start, where record ", first_sequence, " or earlier was expected"),
+            ": records were lost"));
+      }
+      bad = false;
+      ignore_rest = false;
+      last = seq;
+      if (seq >= first_sequence) LAWN_RETURN_IF_ERROR(on_record(*record));
+      pos += RoundLogWriter::kHeaderBytes + record->payload.size();
+    }
+  }
+  if (end != nullptr) {
+    end->last_segment = segments.empty() ? 0 : segments.back();
+    end->next_sequence = std::max(first_sequence, last ? *last + 1 : first_sequence);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lawn
