@@ -123,6 +123,20 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 std::string RoundLogSegmentName(uint64_t number) { return absl::StrFormat("%020u%s", number, kSuffix); }
 
+void internal::AppendRoundLogRecord(std::string* out, uint64_t segment, uint64_t sequence,
+                                    uint64_t synced_through, std::string_view payload) {
+  const size_t start = out->size();
+  out->resize(start + RoundLogWriter::kHeaderBytes);
+  char* p = out->data() + start;
+  PutFixed32(p + 4, static_cast<uint32_t>(payload.size()));
+  PutFixed64(p + 8, segment);
+  PutFixed64(p + 16, sequence);
+  PutFixed64(p + 24, synced_through);
+  out->append(payload.data(), payload.size());
+  const std::string_view covered(out->data() + start + 4, out->size() - start - 4);
+  PutFixed32(out->data() + start, Crc32c(covered));
+}
+
 // Writer
 
 absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const RoundLogOptions& options,
@@ -212,14 +226,8 @@ absl::StatusOr<uint64_t> RoundLogWriter::Append(std::string_view payload) {
     LAWN_RETURN_IF_ERROR(Sync());
     LAWN_RETURN_IF_ERROR(OpenSegment(segment_ + 1));
   }
-  buffer_.resize(size);
-  char* p = buffer_.data();
-  PutFixed32(p + 4, static_cast<uint32_t>(payload.size()));
-  PutFixed64(p + 8, segment_);
-  PutFixed64(p + 16, next_sequence_);
-  PutFixed64(p + 24, synced_through_);
-  std::memcpy(p + kHeaderBytes, payload.data(), payload.size());
-  PutFixed32(p, internal::Crc32c(std::string_view(p + 4, size - 4)));
+  buffer_.clear();
+  internal::AppendRoundLogRecord(&buffer_, segment_, next_sequence_, synced_through_, payload);
   if (!WriteAllAt(fd_, buffer_, offset_)) return Fail(Errno("write", RoundLogSegmentName(segment_), errno));
   offset_ += size;
   return next_sequence_++;
@@ -251,81 +259,85 @@ absl::Status RoundLogWriter::RetireBelow(uint64_t segment) {
 
 // Reader
 
+absl::Status RoundLogScanner::Segment(uint64_t number, std::string_view bytes,
+                                      absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record) {
+  if (previous_segment_ && number != *previous_segment_ + 1) {
+    return absl::DataLossError(absl::StrCat("round log ", name_, ": segment ", *previous_segment_ + 1,
+                                            " is missing between ", *previous_segment_, " and ", number));
+  }
+  previous_segment_ = number;
+  bool ignore_rest = false;  // The rest of this segment is a crashed writer's unsynced records.
+  uint64_t pos = 0;
+  while (pos < bytes.size()) {
+    std::optional<RoundLogRecord> record = RecordAt(bytes, number, pos);
+    if (!record) {
+      if (!bad_ || bad_segment_ != number) {
+        bad_ = true;
+        bad_segment_ = number;
+        bad_offset_ = pos;
+      }
+      // Zeros (a segment's unwritten rest) are skipped in one step: a record's segment number, 8 bytes from
+      // its start, is never 0, so no record starts more than 15 bytes before the next nonzero byte.
+      const auto nonzero = std::find_if(bytes.begin() + static_cast<std::ptrdiff_t>(pos), bytes.end(),
+                                        [](char c) { return c != 0; });
+      const uint64_t next = static_cast<uint64_t>(nonzero - bytes.begin());
+      pos = next > pos + 16 ? next - 15 : pos + 1;
+      continue;
+    }
+    const uint64_t seq = record->sequence;
+    // The sequence the log must go on with: the one after the last record, or at the start any up to the
+    // first one the caller needs.
+    const uint64_t wanted = last_ ? *last_ + 1 : first_sequence_;
+    const bool takes = last_ ? seq == wanted : seq <= wanted;
+    if (!takes && bad_ && number == bad_segment_ && record->synced_through < wanted && !ignore_rest) {
+      ignore_rest = true;  // Never synced: the records after the bad bytes were not durable either.
+    }
+    if (ignore_rest && !takes) {
+      if (record->synced_through >= wanted) {
+        return absl::DataLossError(absl::StrCat("round log ", name_, ": record ", seq, " at segment ", number,
+                                                " offset ", pos, " says record ", wanted,
+                                                " was synced, but the bytes at segment ", bad_segment_,
+                                                " offset ", bad_offset_, " where it should be are damaged"));
+      }
+      pos += RoundLogWriter::kHeaderBytes + record->payload.size();
+      continue;
+    }
+    if (!takes) {
+      const std::string where =
+          bad_ ? absl::StrCat(" after the damaged bytes at segment ", bad_segment_, " offset ", bad_offset_)
+               : "";
+      return absl::DataLossError(absl::StrCat(
+          "round log ", name_, ": record ", seq, " at segment ", number, " offset ", pos, where, " follows ",
+          last_ ? absl::StrCat("record ", *last_)
+                : absl::StrCat("the start, where record ", first_sequence_, " or earlier was expected"),
+          ": records were lost"));
+    }
+    bad_ = false;
+    ignore_rest = false;
+    last_ = seq;
+    if (seq >= first_sequence_) LAWN_RETURN_IF_ERROR(on_record(*record));
+    pos += RoundLogWriter::kHeaderBytes + record->payload.size();
+  }
+  return absl::OkStatus();
+}
+
+RoundLogEnd RoundLogScanner::End() const {
+  RoundLogEnd end;
+  end.last_segment = previous_segment_.value_or(0);
+  end.next_sequence = std::max(first_sequence_, last_ ? *last_ + 1 : first_sequence_);
+  return end;
+}
+
 absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
                           absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record,
                           RoundLogEnd* end) {
   LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, ListSegments(dir));
-  std::optional<uint64_t> last;  // Sequence of the last record taken.
-  // Whether bad bytes came after it; bad_segment, bad_offset: the first of them in the latest segment that
-  // has any (the unused end of a segment the writer left is bad bytes too, followed by the next segment).
-  bool bad = false;
-  uint64_t bad_segment = 0;
-  uint64_t bad_offset = 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const uint64_t number = segments[i];
-    if (i > 0 && number != segments[i - 1] + 1) {
-      return absl::DataLossError(absl::StrCat("round log ", dir, ": segment ", segments[i - 1] + 1,
-                                              " is missing between ", segments[i - 1], " and ", number));
-    }
-    const std::string path = dir + "/" + RoundLogSegmentName(number);
-    LAWN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-    bool ignore_rest = false;  // The rest of this segment is a crashed writer's unsynced records.
-    uint64_t pos = 0;
-    while (pos < bytes.size()) {
-      std::optional<RoundLogRecord> record = RecordAt(bytes, number, pos);
-      if (!record) {
-        if (!bad || bad_segment != number) {
-          bad = true;
-          bad_segment = number;
-          bad_offset = pos;
-        }
-        // Zeros (a segment's unwritten rest) are skipped in one step: a record's segment number, 8 bytes from
-        // its start, is never 0, so no record starts more than 15 bytes before the next nonzero byte.
-        const auto nonzero = std::find_if(bytes.begin() + static_cast<std::ptrdiff_t>(pos), bytes.end(),
-                                          [](char c) { return c != 0; });
-        const uint64_t next = static_cast<uint64_t>(nonzero - bytes.begin());
-        pos = next > pos + 16 ? next - 15 : pos + 1;
-        continue;
-      }
-      const uint64_t seq = record->sequence;
-      // The sequence the log must go on with: the one after the last record, or at the start any up to the
-      // first one the caller needs.
-      const uint64_t wanted = last ? *last + 1 : first_sequence;
-      const bool takes = last ? seq == wanted : seq <= wanted;
-      if (!takes && bad && number == bad_segment && record->synced_through < wanted && !ignore_rest) {
-        ignore_rest = true;  // Never synced: the records after the bad bytes were not durable either.
-      }
-      if (ignore_rest && !takes) {
-        if (record->synced_through >= wanted) {
-          return absl::DataLossError(absl::StrCat("round log ", dir, ": record ", seq, " at segment ", number,
-                                                  " offset ", pos, " says record ", wanted,
-                                                  " was synced, but the bytes at segment ", bad_segment,
-                                                  " offset ", bad_offset, " where it should be are damaged"));
-        }
-        pos += RoundLogWriter::kHeaderBytes + record->payload.size();
-        continue;
-      }
-      if (!takes) {
-        const std::string where =
-            bad ? absl::StrCat(" after the damaged bytes at segment ", bad_segment, " offset ", bad_offset)
-                : "";
-        return absl::DataLossError(absl::StrCat(
-            "round log ", dir, ": record ", seq, " at segment ", number, " offset ", pos, where, " follows ",
-            last ? absl::StrCat("record ", *last)
-                 : absl::StrCat("the start, where record ", first_sequence, " or earlier was expected"),
-            ": records were lost"));
-      }
-      bad = false;
-      ignore_rest = false;
-      last = seq;
-      if (seq >= first_sequence) LAWN_RETURN_IF_ERROR(on_record(*record));
-      pos += RoundLogWriter::kHeaderBytes + record->payload.size();
-    }
+  RoundLogScanner scanner(dir, first_sequence);
+  for (uint64_t number : segments) {
+    LAWN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir + "/" + RoundLogSegmentName(number)));
+    LAWN_RETURN_IF_ERROR(scanner.Segment(number, bytes, on_record));
   }
-  if (end != nullptr) {
-    end->last_segment = segments.empty() ? 0 : segments.back();
-    end->next_sequence = std::max(first_sequence, last ? *last + 1 : first_sequence);
-  }
+  if (end != nullptr) *end = scanner.End();
   return absl::OkStatus();
 }
 

@@ -27,14 +27,17 @@
 // Anything else means records that were durable are gone: DATA_LOSS. (So damage to the unsynced end of a
 // log looks like a torn write, as in RocksDB's WAL.)
 //
-// Thread-safety: a RoundLogWriter is used by one thread at a time; ReadRoundLog reads a log nobody writes.
+// Thread-safety: a RoundLogWriter or RoundLogScanner is used by one thread at a time; ReadRoundLog reads a
+// log nobody writes.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -126,5 +129,38 @@ absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
 
 // The file name of segment `number`.
 std::string RoundLogSegmentName(uint64_t number);
+
+// ReadRoundLog's rules over segments given in memory: Segment() for each, in increasing number, then End().
+// ReadRoundLog reads the files into one; the fuzz target feeds one directly.
+class RoundLogScanner {
+ public:
+  // `name` names the log in messages; `first_sequence` as for ReadRoundLog.
+  RoundLogScanner(std::string name, uint64_t first_sequence)
+      : name_(std::move(name)), first_sequence_(first_sequence) {}
+
+  // The next segment's bytes (the whole file); `on_record` as for ReadRoundLog. DATA_LOSS or on_record's
+  // error stop the scan: do not call again after an error.
+  absl::Status Segment(uint64_t number, std::string_view bytes,
+                       absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record);
+  RoundLogEnd End() const;
+
+ private:
+  const std::string name_;
+  const uint64_t first_sequence_;
+  std::optional<uint64_t> previous_segment_;
+  std::optional<uint64_t> last_;  // Sequence of the last record taken.
+  // Whether bad bytes came after it; bad_segment_, bad_offset_: the first of them in the latest segment that
+  // has any (the unused end of a segment the writer left is bad bytes too, followed by the next segment).
+  bool bad_ = false;
+  uint64_t bad_segment_ = 0;
+  uint64_t bad_offset_ = 0;
+};
+
+namespace internal {
+// Appends the bytes of one record to `out` (what RoundLogWriter::Append writes; for tests and the fuzz
+// target).
+void AppendRoundLogRecord(std::string* out, uint64_t segment, uint64_t sequence, uint64_t synced_through,
+                          std::string_view payload);
+}  // namespace internal
 
 }  // namespace lawn

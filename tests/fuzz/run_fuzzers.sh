@@ -7,7 +7,7 @@
 #   BUILD_DIR: a build configured with -DLAWN_FUZZ=ON (clang), e.g.
 #     CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DLAWN_FUZZ=ON -DLAWN_BUILD_TESTS=OFF -DLAWN_BUILD_BENCH=OFF
 #     cmake --build build-fuzz -j2 --target lawn_fuzzers
-#   TARGET: default all four (start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz).
+#   TARGET: default all five (start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz round_log_fuzz).
 # Environment: LAWN_FUZZ_JOBS (default 2) targets run at once. LAWN_FUZZ_WORK=DIR keeps the run's corpora,
 # logs and crash inputs there (default: a temp dir, removed when every target passed, kept and printed
 # otherwise).
@@ -23,7 +23,7 @@ build_dir=$1
 seconds=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(start_timer_fuzz record_coding_fuzz config_fuzz outbox_fuzz round_log_fuzz)
 case "$seconds" in ''|*[!0-9]*) echo "run_fuzzers.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2 ;; esac
 parallel=${LAWN_FUZZ_JOBS:-2}
 case "$parallel" in ''|*[!0-9]*|0) echo "run_fuzzers.sh: LAWN_FUZZ_JOBS must be a whole number of at least 1" >&2; exit 2 ;; esac
