@@ -158,6 +158,18 @@ absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const Round
                                                       existing.back(), "; a writer starting at segment ",
                                                       first_segment, " would write over it"));
   }
+  // The records a reader found may have been in the page cache only (a crash of the process, not of the
+  // machine): they are made durable before anything is written after them, since the new records' "synced
+  // through" says so. Only the last segment can hold unsynced records (leaving a segment syncs it).
+  if (!existing.empty()) {
+    const std::string last = options.dir + "/" + RoundLogSegmentName(existing.back());
+    const int fd = ::open(last.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Errno("open", last, errno);
+    const bool synced = ::fdatasync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!synced) return Errno("fdatasync", last, err);
+  }
   const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return Errno("open", options.dir, errno);
   std::unique_ptr<RoundLogWriter> writer(new RoundLogWriter(options, dir_fd, first_segment, next_sequence));

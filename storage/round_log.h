@@ -72,7 +72,8 @@ class RoundLogWriter {
 
   // Starts writing segment `first_segment` (>= 1) with sequence `next_sequence` (>= 1). Segments numbered
   // `first_segment` or more must not exist yet (FAILED_PRECONDITION: they would be written over); after a
-  // ReadRoundLog, pass end.last_segment + 1 and end.next_sequence. The segment is created full size and
+  // ReadRoundLog, pass end.last_segment + 1 and end.next_sequence. The last existing segment is synced first
+  // (what was read from it may have been in the page cache only). The segment is created full size and
   // synced, with the directory, before Open returns. INVALID_ARGUMENT for a segment size below 4 KiB or
   // numbers of 0.
   static absl::StatusOr<std::unique_ptr<RoundLogWriter>> Open(const RoundLogOptions& options,
