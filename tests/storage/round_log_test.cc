@@ -92,6 +92,17 @@ std::string SegmentPath(const std::string& dir, uint64_t number) {
   return dir + "/" + RoundLogSegmentName(number);
 }
 
+// Reopens the log `read` found the end of, as recovery would, writes records until `until`, and checks that
+// the log now reads 1 .. until - 1 (what was lost at the end is written again by the new writer).
+void ExpectAReopenedWriterGoesOn(const RoundLogOptions& options, const Read& read, uint64_t until) {
+  auto writer = RoundLogWriter::Open(options, read.end.last_segment + 1, read.end.next_sequence);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  AppendUntil(**writer, until);
+  Read again = ReadAll(options.dir);
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  EXPECT_EQ(again.sequences, Range(1, until - 1));
+}
+
 TEST(RoundLogTest, RecordsComeBackInOrderAcrossSegments) {
   TempDir tmp;
   auto writer = RoundLogWriter::Open(Options(tmp.path()), 1, 1);
@@ -132,58 +143,50 @@ TEST(RoundLogTest, ATornLastRecordEndsTheLogAndAReopenedWriterGoesOnFromIt) {
     ASSERT_TRUE(read.status.ok()) << "cut " << cut << ": " << read.status;
     EXPECT_EQ(read.sequences, Range(1, 39));
     EXPECT_EQ(read.end.next_sequence, 40u);
-
-    auto writer =
-        RoundLogWriter::Open(Options(tmp.path()), read.end.last_segment + 1, read.end.next_sequence);
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    AppendUntil(**writer, 46);
-    Read again = ReadAll(tmp.path());
-    ASSERT_TRUE(again.status.ok()) << "cut " << cut << ": " << again.status;
-    EXPECT_EQ(again.sequences, Range(1, 45));
+    SCOPED_TRACE(testing::Message() << "cut " << cut);
+    ExpectAReopenedWriterGoesOn(Options(tmp.path()), read, 46);
   }
+}
+
+// Options whose segments hold every record the tests below write.
+RoundLogOptions OneSegmentOptions(const std::string& dir) {
+  RoundLogOptions options = Options(dir);
+  options.segment_bytes = 1 << 20;
+  return options;
+}
+
+// Writes records 1 .. synced - 1, syncs, then writes up to until - 1 without a sync; returns where each went.
+std::vector<std::pair<uint64_t, uint64_t>> WriteSyncedThen(const RoundLogOptions& options, uint64_t synced,
+                                                           uint64_t until) {
+  auto writer = RoundLogWriter::Open(options, 1, 1);
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  if (!writer.ok()) return {};
+  auto at = AppendUntil(**writer, synced);
+  EXPECT_TRUE((*writer)->Sync().ok());
+  const auto more = AppendUntil(**writer, until);
+  at.insert(at.end(), more.begin(), more.end());
+  return at;
 }
 
 TEST(RoundLogTest, AnUnsyncedRecordLostBeforeLaterOnesEndsTheLog) {
   // A power cut may keep a later unsynced write and lose an earlier one: records 7 and on were never synced,
   // so losing 7 ends the log after 6, and 8-10 (whose "synced through" says 5) are ignored.
   TempDir tmp;
-  RoundLogOptions options = Options(tmp.path());
-  options.segment_bytes = 1 << 20;
-  std::vector<std::pair<uint64_t, uint64_t>> at;
-  {
-    auto writer = RoundLogWriter::Open(options, 1, 1);
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    at = AppendUntil(**writer, 6);
-    ASSERT_TRUE((*writer)->Sync().ok());
-    const auto more = AppendUntil(**writer, 11);
-    at.insert(at.end(), more.begin(), more.end());
-  }
+  const RoundLogOptions options = OneSegmentOptions(tmp.path());
+  const auto at = WriteSyncedThen(options, 6, 11);
+  ASSERT_EQ(at.size(), 10u);
   Overwrite(SegmentPath(tmp.path(), 1), at[6].second + 9, "\x01");  // Record 7's segment number.
   Read read = ReadAll(tmp.path());
   ASSERT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.sequences, Range(1, 6));
   EXPECT_EQ(read.end.next_sequence, 7u);
-
-  auto writer = RoundLogWriter::Open(options, read.end.last_segment + 1, read.end.next_sequence);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  AppendUntil(**writer, 13);
-  Read again = ReadAll(tmp.path());
-  ASSERT_TRUE(again.status.ok()) << again.status;
-  EXPECT_EQ(again.sequences, Range(1, 12));
+  ExpectAReopenedWriterGoesOn(options, read, 13);
 }
 
 TEST(RoundLogTest, ASyncedRecordDamagedIsDataLossEvenNearTheEnd) {
   TempDir tmp;
-  RoundLogOptions options = Options(tmp.path());
-  options.segment_bytes = 1 << 20;
-  std::vector<std::pair<uint64_t, uint64_t>> at;
-  {
-    auto writer = RoundLogWriter::Open(options, 1, 1);
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    at = AppendUntil(**writer, 11);
-    ASSERT_TRUE((*writer)->Sync().ok());
-    AppendUntil(**writer, 13);  // Records 11 and 12 say 10 was synced.
-  }
+  const auto at = WriteSyncedThen(OneSegmentOptions(tmp.path()), 11, 13);  // 11 and 12 say 10 was synced.
+  ASSERT_EQ(at.size(), 12u);
   Overwrite(SegmentPath(tmp.path(), 1), at[8].second, "\xde\xad\xbe\xef");  // Record 9's CRC.
   Read read = ReadAll(tmp.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
