@@ -29,6 +29,7 @@ constexpr uint64_t Nanos(nanoseconds duration) { return static_cast<uint64_t>(du
 
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 constexpr std::string_view kLogFormats[] = {"text", "json"};
+constexpr std::string_view kStorageEngines[] = {"rocksdb", "log"};
 
 // Ranges: config/REFERENCE.md repeats them for users; keep both in step.
 constexpr Field kFields[] = {
@@ -64,7 +65,8 @@ constexpr Field kFields[] = {
      Nanos(std::chrono::hours(24)), "(0 = never)"},
     {"grpc_max_connection_age", FieldKind::kDuration, &Options::grpc_max_connection_age, 0,
      Nanos(std::chrono::hours(24 * 7)), "(0 = never)"},
-    {"grpc_memory_quota_bytes", FieldKind::kBytes, &Options::grpc_memory_quota_bytes, 16 * kMiB, 64 * 1024 * kMiB},
+    {"grpc_memory_quota_bytes", FieldKind::kBytes, &Options::grpc_memory_quota_bytes, 16 * kMiB,
+     64 * 1024 * kMiB},
     {"checkpoint_retention", FieldKind::kCount, &Options::checkpoint_retention, 0, 1'000, "(0 = keep all)"},
     {"ack_timeout", FieldKind::kDuration, &Options::ack_timeout, Nanos(std::chrono::milliseconds(100)),
      Nanos(std::chrono::hours(1))},
@@ -74,6 +76,7 @@ constexpr Field kFields[] = {
      Nanos(std::chrono::seconds(10))},
     {"min_free_disk_bytes", FieldKind::kBytes, &Options::min_free_disk_bytes, 0, kUnbounded,
      "(0 = no check)"},
+    {"storage.engine", FieldKind::kChoice, &Options::storage_engine, 0, 0, {}, kStorageEngines},
     {"write_buffer_bytes", FieldKind::kBytes, &Options::write_buffer_bytes, 16 * kMiB, 64 * 1024 * kMiB},
     {"max_message_bytes", FieldKind::kBytes, &Options::max_message_bytes, 64 * kKiB, 64 * kMiB},
     {"shutdown_timeout", FieldKind::kDuration, &Options::shutdown_timeout, 0,

@@ -97,7 +97,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
   };
   if (!Admit(*context, raw_request, "CreateCheckpoint", *call)) return call;
   if (store_ == nullptr) {
-    return refuse(grpc::StatusCode::FAILED_PRECONDITION, "no store to checkpoint: lawnd runs with durability memory");
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                  "no store to checkpoint: checkpoints need durability sync or interval with storage.engine "
+                  "rocksdb (durability memory has no store; the log engine has no checkpoints yet)");
   }
   std::string name = call->request.name();
   if (name.empty()) {

@@ -28,6 +28,7 @@
 #include "server/timer_service.h"
 #include "server/tls.h"
 #include "spdlog/spdlog.h"
+#include "storage/log_timer_store.h"
 #include "storage/rocksdb_timer_store.h"
 
 namespace lawn {
@@ -128,7 +129,16 @@ absl::Status LawnServer::Start() {
   std::unique_ptr<TimerStore> store;
   RocksDbTimerStore* rocksdb = nullptr;
   const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
-  if (options_.durability != Durability::kMemory) {
+  if (options_.durability != Durability::kMemory && options_.storage_engine == "log") {
+    LogStoreOptions log_options;
+    log_options.path = options_.data_dir;
+    log_options.min_free_disk_bytes = options_.min_free_disk_bytes;
+    absl::StatusOr<std::unique_ptr<LogTimerStore>> opened = LogTimerStore::Open(log_options);
+    if (!opened.ok()) return opened.status();
+    spdlog::info("data dir {}: storage format {} (storage.engine: log)", log_options.path,
+                 LogTimerStore::kFormatVersion);
+    store = std::move(*opened);
+  } else if (options_.durability != Durability::kMemory) {
     RocksDbStoreOptions store_options;
     store_options.path = options_.data_dir;
     store_options.staging = cluster_mode;  // Partition hand-overs stage expirations there.

@@ -150,6 +150,17 @@ Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::
                    .Help("How long the last start-up recovery took")
                    .Register(*registry_)
                    .Add({});
+  store_snapshots_ = &prometheus::BuildCounter()
+                          .Name("lawn_store_snapshots_total")
+                          .Help("Snapshots storage.engine log wrote (folds of its log)")
+                          .Register(*registry_)
+                          .Add({});
+  store_snapshot_failures_ =
+      &prometheus::BuildCounter()
+           .Name("lawn_store_snapshot_failures_total")
+           .Help("Snapshots storage.engine log failed to write (retried; its log grows meanwhile)")
+           .Register(*registry_)
+           .Add({});
   data_dir_bytes_ = &prometheus::BuildGauge()
                          .Name("lawn_data_dir_bytes")
                          .Help("Bytes of the files in the data directory")

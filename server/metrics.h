@@ -80,6 +80,8 @@ class Metrics {
   prometheus::Histogram& storage_write_duration() { return *storage_write_; }
   prometheus::Gauge& recovery_duration() { return *recovery_; }
   prometheus::Gauge& data_dir_bytes() { return *data_dir_bytes_; }
+  prometheus::Counter& store_snapshots() { return *store_snapshots_; }
+  prometheus::Counter& store_snapshot_failures() { return *store_snapshot_failures_; }
   prometheus::Gauge& outbox(const std::string& ns);
   prometheus::Gauge& subscribers(const std::string& ns);
   // Removes a forgotten namespace's series.
@@ -126,6 +128,8 @@ class Metrics {
   prometheus::Histogram* storage_write_;
   prometheus::Gauge* recovery_;
   prometheus::Gauge* data_dir_bytes_;
+  prometheus::Counter* store_snapshots_;
+  prometheus::Counter* store_snapshot_failures_;
   prometheus::Family<prometheus::Gauge>* outbox_family_;
   prometheus::Family<prometheus::Gauge>* subscribers_family_;
   prometheus::Family<prometheus::Counter>* auth_denials_family_;

@@ -158,6 +158,7 @@ class Runtime {
   std::vector<Delivery> parked_ ABSL_GUARDED_BY(mu_);  // Cluster mode: recovered, waiting for the settle.
   std::function<void()> health_listener_ ABSL_GUARDED_BY(mu_);
 
+  TimerStore::BackgroundStats store_seen_;  // Background thread only: store_->Background() at its last look.
   uint64_t redeliveries_seen_ = 0;  // Background thread only: namespaces_.redeliveries() at its last count.
   struct SlowWatch {
     uint64_t last_ready = 0;

@@ -100,6 +100,21 @@ void Runtime::UpdateMetrics(bool with_disk) {
     absl::StatusOr<uint64_t> bytes = store_->DataBytes();
     if (bytes.ok()) metrics_->data_dir_bytes().Set(static_cast<double>(*bytes));
   }
+  if (store_ != nullptr) {
+    const TimerStore::BackgroundStats stats = store_->Background();
+    if (stats.snapshot_failures > store_seen_.snapshot_failures) {
+      spdlog::warn(
+          "storage: a snapshot of the log failed ({} so far); it is retried at the next log segment, "
+          "and the log grows meanwhile: {}",
+          stats.snapshot_failures, stats.last_failure);
+    }
+    if (metrics_ != nullptr) {
+      metrics_->store_snapshots().Increment(static_cast<double>(stats.snapshots - store_seen_.snapshots));
+      metrics_->store_snapshot_failures().Increment(
+          static_cast<double>(stats.snapshot_failures - store_seen_.snapshot_failures));
+    }
+    store_seen_ = stats;
+  }
 }
 
 void Runtime::ForgetRetired(std::shared_ptr<NamespaceState> ns) {

@@ -1,6 +1,7 @@
 #include "storage/round_log.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,21 @@ uint64_t GetFixed64(const char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
+}
+
+// The offset of the first nonzero byte at or after `pos` (bytes.size() if none), eight bytes at a time: the
+// unused rest of a 64 MiB segment is read at every recovery.
+uint64_t NextNonzero(std::string_view bytes, uint64_t pos) {
+  while (pos < bytes.size() && pos % 8 != 0 && bytes[pos] == 0) ++pos;
+  if (pos < bytes.size() && bytes[pos] != 0) return pos;
+  while (pos + 8 <= bytes.size()) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + pos, 8);
+    if (word != 0) break;
+    pos += 8;
+  }
+  while (pos < bytes.size() && bytes[pos] == 0) ++pos;
+  return pos;
 }
 
 absl::Status Errno(const char* what, const std::string& path, int err) {
@@ -97,27 +113,42 @@ std::optional<RoundLogRecord> RecordAt(std::string_view bytes, uint64_t number, 
                         std::string_view(p + kHeader, length)};
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", path, errno);
-  std::string bytes;
-  struct stat st;
-  if (::fstat(fd, &st) == 0) bytes.reserve(static_cast<size_t>(st.st_size));
-  char chunk[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
+// A file mapped read-only, its pages read in by the mmap call itself (MAP_POPULATE): reading a 64 MiB segment
+// into a fresh buffer took 0.3 s here, most of it page faults on the buffer.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Errno("open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
       const int err = errno;
       ::close(fd);
-      return Errno("read", path, err);
+      return Errno("stat", path, err);
     }
-    if (n == 0) break;
-    bytes.append(chunk, static_cast<size_t>(n));
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* data = nullptr;
+    if (size > 0) {
+      data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (data == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        return Errno("mmap", path, err);
+      }
+    }
+    ::close(fd);
+    return std::unique_ptr<MappedFile>(new MappedFile(data, size));
   }
-  ::close(fd);
-  return bytes;
-}
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
+  void* data_;
+  size_t size_;
+};
 
 }  // namespace
 
@@ -173,7 +204,7 @@ absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const Round
   const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return Errno("open", options.dir, errno);
   std::unique_ptr<RoundLogWriter> writer(new RoundLogWriter(options, dir_fd, first_segment, next_sequence));
-  LAWN_RETURN_IF_ERROR(writer->OpenSegment(first_segment));
+  LAWN_RETURN_IF_ERROR(writer->OpenSegment(first_segment, options.segment_bytes));
   return writer;
 }
 
@@ -195,7 +226,7 @@ absl::Status RoundLogWriter::Fail(absl::Status status) {
   return status;
 }
 
-absl::Status RoundLogWriter::OpenSegment(uint64_t number) {
+absl::Status RoundLogWriter::OpenSegment(uint64_t number, uint64_t capacity) {
   const std::string path = options_.dir + "/" + RoundLogSegmentName(number);
   bool reused = false;
   if (!spares_.empty()) {
@@ -210,14 +241,15 @@ absl::Status RoundLogWriter::OpenSegment(uint64_t number) {
   fd_ = fd;
   segment_ = number;
   offset_ = 0;
+  capacity_ = capacity;
   struct stat st;
   if (::fstat(fd_, &st) != 0) return Fail(Errno("stat", path, errno));
   // A new segment (or a spare of another size) is written full of zeros: blocks written once, so that the
   // syncs of the records written over them later have nothing but data to write.
-  if (!reused || static_cast<uint64_t>(st.st_size) < options_.segment_bytes) {
+  if (!reused || static_cast<uint64_t>(st.st_size) < capacity) {
     const std::string zeros(1 << 20, '\0');
-    for (uint64_t at = 0; at < options_.segment_bytes; at += zeros.size()) {
-      const uint64_t n = std::min<uint64_t>(zeros.size(), options_.segment_bytes - at);
+    for (uint64_t at = 0; at < capacity; at += zeros.size()) {
+      const uint64_t n = std::min<uint64_t>(zeros.size(), capacity - at);
       if (!WriteAllAt(fd_, std::string_view(zeros.data(), n), at)) return Fail(Errno("write", path, errno));
     }
   }
@@ -229,14 +261,17 @@ absl::Status RoundLogWriter::OpenSegment(uint64_t number) {
 absl::StatusOr<uint64_t> RoundLogWriter::Append(std::string_view payload) {
   LAWN_RETURN_IF_ERROR(failed_);
   const uint64_t size = kHeaderBytes + payload.size();
-  if (size > options_.segment_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("round log record of ", payload.size(),
-                                                   " bytes does not fit in a segment of ",
-                                                   options_.segment_bytes, " bytes"));
+  if (payload.size() > kMaxPayloadBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("round log record of ", payload.size(), " bytes; allowed up to ", kMaxPayloadBytes));
   }
-  if (offset_ + size > options_.segment_bytes) {
+  if (offset_ + size > capacity_) {
+    // A record larger than a segment gets a segment of its own, of its size (rounded up to a MiB).
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    const uint64_t capacity =
+        size > options_.segment_bytes ? (size + kMiB - 1) / kMiB * kMiB : options_.segment_bytes;
     LAWN_RETURN_IF_ERROR(Sync());
-    LAWN_RETURN_IF_ERROR(OpenSegment(segment_ + 1));
+    LAWN_RETURN_IF_ERROR(OpenSegment(segment_ + 1, capacity));
   }
   buffer_.clear();
   internal::AppendRoundLogRecord(&buffer_, segment_, next_sequence_, synced_through_, payload);
@@ -249,6 +284,20 @@ absl::Status RoundLogWriter::Sync() {
   LAWN_RETURN_IF_ERROR(failed_);
   if (::fdatasync(fd_) != 0) return Fail(Errno("fdatasync", RoundLogSegmentName(segment_), errno));
   synced_through_ = next_sequence_ - 1;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<int, uint64_t>> RoundLogWriter::BeginSync() {
+  LAWN_RETURN_IF_ERROR(failed_);
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return Fail(Errno("dup", RoundLogSegmentName(segment_), errno));
+  return std::pair<int, uint64_t>(fd, next_sequence_ - 1);
+}
+
+absl::Status RoundLogWriter::EndSync(uint64_t sequence, absl::Status result) {
+  if (!result.ok()) return Fail(std::move(result));
+  LAWN_RETURN_IF_ERROR(failed_);
+  synced_through_ = std::max(synced_through_, sequence);
   return absl::OkStatus();
 }
 
@@ -290,9 +339,7 @@ absl::Status RoundLogScanner::Segment(uint64_t number, std::string_view bytes,
       }
       // Zeros (a segment's unwritten rest) are skipped in one step: a record's segment number, 8 bytes from
       // its start, is never 0, so no record starts more than 15 bytes before the next nonzero byte.
-      const auto nonzero = std::find_if(bytes.begin() + static_cast<std::ptrdiff_t>(pos), bytes.end(),
-                                        [](char c) { return c != 0; });
-      const uint64_t next = static_cast<uint64_t>(nonzero - bytes.begin());
+      const uint64_t next = NextNonzero(bytes, pos);
       pos = next > pos + 16 ? next - 15 : pos + 1;
       continue;
     }
@@ -346,8 +393,9 @@ absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
   LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, ListSegments(dir));
   RoundLogScanner scanner(dir, first_sequence);
   for (uint64_t number : segments) {
-    LAWN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir + "/" + RoundLogSegmentName(number)));
-    LAWN_RETURN_IF_ERROR(scanner.Segment(number, bytes, on_record));
+    const std::string path = dir + "/" + RoundLogSegmentName(number);
+    LAWN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));
+    LAWN_RETURN_IF_ERROR(scanner.Segment(number, mapped->bytes(), on_record));
   }
   if (end != nullptr) *end = scanner.End();
   return absl::OkStatus();

@@ -69,6 +69,8 @@ struct RoundLogEnd {
 class RoundLogWriter {
  public:
   static constexpr size_t kHeaderBytes = 32;
+  // The payload length field is 32 bits.
+  static constexpr uint64_t kMaxPayloadBytes = 0xffffffffu;
 
   // Starts writing segment `first_segment` (>= 1) with sequence `next_sequence` (>= 1). Segments numbered
   // `first_segment` or more must not exist yet (FAILED_PRECONDITION: they would be written over); after a
@@ -84,14 +86,23 @@ class RoundLogWriter {
 
   // Appends one record and returns its sequence. Not durable until Sync. A record that does not fit in the
   // rest of the segment goes to the next one: the current one is synced first (so a sync never makes a later
-  // record durable before an earlier one), then the next is taken from the spares or created.
-  // INVALID_ARGUMENT if the record is larger than a segment. An I/O error fails the writer: this call and
+  // record durable before an earlier one), then the next is taken from the spares or created. A record
+  // larger than segment_bytes gets a segment of its own, of its size. INVALID_ARGUMENT for a payload over
+  // kMaxPayloadBytes (nothing written). An I/O error fails the writer: this call and
   // every later one return it (what reached the file is unknown; reopen after reading the log).
   absl::StatusOr<uint64_t> Append(std::string_view payload);
 
   // Makes every appended record durable (fdatasync of the current segment; earlier segments were synced when
   // they were left).
   absl::Status Sync();
+
+  // A group commit by a thread other than the writer's (storage/log_timer_store.h): BeginSync, under the lock
+  // that serializes the writer, returns a duplicate of the current segment's descriptor (the caller
+  // fdatasyncs and closes it without the lock, while records are appended) and the last sequence appended;
+  // EndSync, under the lock again, records the outcome (a failure fails the writer). Records of a segment
+  // left meanwhile were synced when it was left, so the sync covers every record up to that sequence.
+  absl::StatusOr<std::pair<int, uint64_t>> BeginSync();
+  absl::Status EndSync(uint64_t sequence, absl::Status result);
 
   // Segments numbered below `segment` hold nothing needed any more (a snapshot covers them): up to
   // spare_segments of them are kept to be written over, the rest deleted. The current segment is never
@@ -104,7 +115,8 @@ class RoundLogWriter {
 
  private:
   RoundLogWriter(const RoundLogOptions& options, int dir_fd, uint64_t segment, uint64_t next_sequence);
-  absl::Status OpenSegment(uint64_t number);  // Creates or reuses `number`, full size, synced with the dir.
+  // Creates or reuses segment `number` with room for `capacity` bytes, synced with the dir.
+  absl::Status OpenSegment(uint64_t number, uint64_t capacity);
   absl::Status Fail(absl::Status status);
 
   const RoundLogOptions options_;
@@ -112,6 +124,7 @@ class RoundLogWriter {
   int fd_ = -1;
   uint64_t segment_;
   uint64_t offset_ = 0;
+  uint64_t capacity_ = 0;  // Of the current segment: segment_bytes, or more for an oversized record.
   uint64_t next_sequence_;
   uint64_t synced_through_;      // Last sequence made durable by an fdatasync (next_sequence - 1 at Open).
   uint64_t retired_below_ = 0;   // Segments below this were handed to RetireBelow already.

@@ -12,17 +12,21 @@ using internal::AppendVarint;
 using internal::ZigZagDecode;
 using internal::ZigZagEncode;
 
-// The buffer is written only by this class, so a malformed one is a bug, not bad input.
+// Sets `bad` instead of reading past the end; the caller checks it once per operation.
 struct Reader {
   std::string_view in;
+  bool bad = false;
   uint64_t Varint() {
     uint64_t v = 0;
-    if (!internal::ConsumeVarint(&in, &v)) std::abort();
+    if (!internal::ConsumeVarint(&in, &v)) bad = true;
     return v;
   }
   std::string_view Bytes() {
     const uint64_t n = Varint();
-    if (n > in.size()) std::abort();
+    if (n > in.size()) {
+      bad = true;
+      return {};
+    }
     std::string_view s = in.substr(0, n);
     in.remove_prefix(n);
     return s;
@@ -100,7 +104,12 @@ void StoreBatch::DeleteIncoming(uint64_t staging_id) {
 }
 
 void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
-  Reader r{rep_};
+  // The buffer is written only by this class, so a malformed one is a bug, not bad input.
+  if (!ForEachIn(rep_, visit)) std::abort();
+}
+
+bool StoreBatch::ForEachIn(std::string_view data, absl::FunctionRef<void(const Entry&)> visit) {
+  Reader r{data};
   while (!r.in.empty()) {
     Entry e{};
     e.op = static_cast<Op>(r.in.front());
@@ -133,10 +142,12 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
         e.delivery_id = r.Varint();
         break;
       default:
-        std::abort();
+        return false;
     }
+    if (r.bad) return false;
     visit(e);
   }
+  return true;
 }
 
 }  // namespace lawn

@@ -74,6 +74,12 @@ class StoreBatch {
   // Calls `visit` for each operation in the order added.
   void ForEach(absl::FunctionRef<void(const Entry&)> visit) const;
 
+  // The encoded operations: what storage.engine `log` writes as one record (storage/log_timer_store.h).
+  std::string_view data() const { return rep_; }
+  // Decodes `data` as data() encoded it, calling `visit` for each operation. False if it is not such an
+  // encoding (after visiting the operations before the damage); never aborts, for bytes read from disk.
+  static bool ForEachIn(std::string_view data, absl::FunctionRef<void(const Entry&)> visit);
+
  private:
   void PutRecord(Op op, uint64_t id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,
                  uint64_t interval_ns, std::string_view payload, int64_t fired_at_unix_ns, uint32_t attempt);

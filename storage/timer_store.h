@@ -62,6 +62,15 @@ class TimerStore {
   // Bytes the store occupies on disk (0 for stores without a disk). For metrics.
   virtual absl::StatusOr<uint64_t> DataBytes() const { return uint64_t{0}; }
 
+  // The store's own background work (storage.engine log's snapshots), for metrics and the log: counts since
+  // Open and the last failure's message (empty if none). Stores without such work report zeros.
+  struct BackgroundStats {
+    uint64_t snapshots = 0;
+    uint64_t snapshot_failures = 0;
+    std::string last_failure;
+  };
+  virtual BackgroundStats Background() const { return {}; }
+
   // Forces everything written so far to stable storage.
   virtual absl::Status Sync() = 0;
 

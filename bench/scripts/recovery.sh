@@ -12,12 +12,14 @@
 #   bench/scripts/recovery.sh
 #
 # Environment (defaults): PENDING_LIST ("1000000 10000000"), RESTARTS (3), SHARDS (2), LOAD_CAP (600s),
+# ENGINE (rocksdb; log for storage format 3),
 # plus those of load_common.sh. Writes $OUT/raw.jsonl and $OUT/summary.md.
 # shellcheck disable=SC2016  # The $names inside single quotes are jq variables.
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
 
 PENDING_LIST=${PENDING_LIST:-1000000 10000000}
 RESTARTS=${RESTARTS:-3}
+ENGINE=${ENGINE:-rocksdb}
 SHARDS=${SHARDS:-2}
 LOAD_CAP=${LOAD_CAP:-600s}
 out_init recovery
@@ -50,7 +52,7 @@ for n in $PENDING_LIST; do
 
   # 2. Load into RocksDB.
   LAWN_REUSE_DIR=$(mktemp -d "$LAWN_TMP/recovery.XXXXXX")
-  lawn_start --durability interval --shards "$SHARDS" --config "$config"
+  lawn_start --durability interval --storage-engine "$ENGINE" --shards "$SHARDS" --config "$config"
   rss0=$(lawn_rss_kib)
   load "$n"
   rss1=$(lawn_rss_kib)
@@ -62,7 +64,7 @@ for n in $PENDING_LIST; do
 
   # 3. Restarts.
   for restart in $(seq 1 "$RESTARTS"); do
-    lawn_start --durability interval --shards "$SHARDS" --config "$config"
+    lawn_start --durability interval --storage-engine "$ENGINE" --shards "$SHARDS" --config "$config"
     line=$(grep -m1 'recovery done' "$LAWN_LOG")
     rss=$(lawn_rss_kib)
     lawn_stop

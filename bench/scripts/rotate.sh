@@ -7,7 +7,8 @@
 #   LAWN_BUILD=$PWD/build bench/scripts/rotate.sh old/lawnd:interval build/server/lawnd:interval \
 #     build/server/lawnd:memory
 #
-# Arguments: BINARY:DURABILITY, at least one. Environment (defaults): REPS (5), DURATION (4s), MODE (unary),
+# Arguments: BINARY:DURABILITY, at least one; DURABILITY is sync, interval or memory, and sync-log or
+# interval-log run it with --storage-engine log (storage format 3). Environment (defaults): REPS (5), DURATION (4s), MODE (unary),
 # CONC (64), plus those of load_common.sh (LAWN_BUILD for lawn_load). lawnd runs with --shards 2.
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
 
@@ -30,7 +31,9 @@ for rep in $(seq 1 "$REPS"); do
     # shellcheck disable=SC2034  # Read by lawn_start (load_common.sh).
     LAWND=${cfg%:*}
     durability=${cfg##*:}
-    lawn_start --durability "$durability" --shards 2
+    engine=rocksdb
+    [[ $durability == *-log ]] && engine=log && durability=${durability%-log}
+    lawn_start --durability "$durability" --storage-engine "$engine" --shards 2
     load_run "{\"cfg\":\"$cfg\",\"rep\":$rep}" --mode "$MODE" --concurrency "$CONC" --batch 100 \
       --count 80000000 --duration "$DURATION" --ttl 1h >/dev/null
     lawn_stop

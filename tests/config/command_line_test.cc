@@ -153,9 +153,9 @@ TEST(CommandLineTest, WantsHelpIgnoresHelpAsAFlagValue) { EXPECT_FALSE(Help({"--
 
 TEST(CommandLineTest, UsageTextListsEveryFlag) {
   const std::string usage = UsageText();
-  for (const char* flag :
-       {"--config PATH", "--listen ADDR", "--metrics-listen ADDR", "--data-dir DIR", "--shards N",
-        "--log-level LEVEL", "--log-format FORMAT", "--durability MODE", "--tick DURATION", "--help, -h"}) {
+  for (const char* flag : {"--config PATH", "--listen ADDR", "--metrics-listen ADDR", "--data-dir DIR",
+                           "--shards N", "--log-level LEVEL", "--log-format FORMAT", "--durability MODE",
+                           "--storage-engine ENGINE", "--tick DURATION", "--help, -h"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << " missing from:\n" << usage;
   }
 }
@@ -175,6 +175,7 @@ TEST(CommandLineTest, EveryFlagInTheUsageIsAccepted) {
                                                         {"--log-level", "off"},
                                                         {"--log-format", "text"},
                                                         {"--durability", "sync"},
+                                                        {"--storage-engine", "log"},
                                                         {"--tick", "1ms"}}) {
     EXPECT_TRUE(Parse({flag, value}).ok()) << flag;
   }

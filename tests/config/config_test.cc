@@ -279,16 +279,16 @@ TEST(ConfigTest, DescribeOptionsListsEveryFieldOnOneLine) {
   const std::string line = DescribeOptions(ResolvedDefaults());
   EXPECT_EQ(line.find('\n'), std::string::npos);
   const std::vector<std::string> keys = AllKeys();
-  EXPECT_EQ(keys.size(), 51u);  // One per Options field; update with options.h.
+  EXPECT_EQ(keys.size(), 52u);  // One per Options field; update with options.h.
   EXPECT_EQ(keys.front(), "listen");
   EXPECT_EQ(keys.back(), "rate_limits");
 }
 
 TEST(ConfigTest, DescribeOptionsShowsValuesInConfigSyntax) {
   const std::string line = DescribeOptions(Options{});
-  for (const char* pair :
-       {"listen=127.0.0.1:7070 ", "tick=1ms ", "max_payload_bytes=64KiB ", "ack_timeout=30s ",
-        "durability=sync ", "min_free_disk_bytes=256MiB ", "write_buffer_bytes=256MiB ", "log_level=info "}) {
+  for (const char* pair : {"listen=127.0.0.1:7070 ", "tick=1ms ", "max_payload_bytes=64KiB ",
+                           "ack_timeout=30s ", "durability=sync ", "min_free_disk_bytes=256MiB ",
+                           "storage.engine=rocksdb ", "write_buffer_bytes=256MiB ", "log_level=info "}) {
     EXPECT_NE(line.find(pair), std::string::npos) << pair << " in " << line;
   }
 }

@@ -2,7 +2,7 @@
 // TTLs and random ones, while a subscriber acks deliveries and lawnd is killed with SIGKILL at random moments
 // and restarted, 10 rounds; then everything drains. Every acknowledged StartTimer must be delivered at least
 // once, none before its deadline, and no acknowledged DeleteTimer's timer at all. Runs in `sync` and
-// `interval` durability.
+// `interval` durability, with each storage engine (rocksdb, log).
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -128,7 +128,9 @@ class CrashTest : public ::testing::TestWithParam<const char*> {
 TEST_P(CrashTest, KillNineLosesNothingAcknowledged) {
   TempDir dir;
   const std::string config = WriteFile(dir.path() + "/lawn.yaml", "ack_timeout: 2s\n");
-  LawndProcess lawnd(dir.path() + "/data", {"--config", config, "--durability", GetParam()});
+  std::vector<std::string> flags = {"--config", config};
+  for (std::string& flag : DurableModeFlags(GetParam())) flags.push_back(std::move(flag));
+  LawndProcess lawnd(dir.path() + "/data", flags);
   lawnd.Start();
   SetAddress(lawnd.address());
   std::atomic<bool> stop_load{false}, stop_sub{false};
@@ -212,7 +214,8 @@ TEST_P(CrashTest, KillNineLosesNothingAcknowledged) {
   EXPECT_GT(deleted, 5u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Durability, CrashTest, ::testing::Values("sync", "interval"));
+INSTANTIATE_TEST_SUITE_P(Durability, CrashTest,
+                         ::testing::Values("sync", "interval", "sync-log", "interval-log"));
 
 }  // namespace
 }  // namespace lawn::testing

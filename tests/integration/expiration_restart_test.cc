@@ -25,7 +25,12 @@ constexpr auto kQuiet = milliseconds(500);  // How long "nothing more is deliver
 
 class ExpirationRestartTest : public ::testing::TestWithParam<const char*> {
  protected:
-  ExpirationRestartTest() : lawnd_(dir_.path() + "/data", {"--durability", GetParam(), "--shards", "2"}) {}
+  ExpirationRestartTest() : lawnd_(dir_.path() + "/data", Flags(GetParam())) {}
+  static std::vector<std::string> Flags(const char* mode) {
+    std::vector<std::string> flags = DurableModeFlags(mode);
+    flags.insert(flags.end(), {"--shards", "2"});
+    return flags;
+  }
 
   // Returns once the acks sent so far are written: their delete commands are queued on the shards before
   // these starts (which touch every shard) are, and a start is answered only after its round's write.
@@ -171,8 +176,14 @@ TEST_P(ExpirationRestartTest, AKeyStartedAgainBeforeTheAckKeepsTheExpirationAndT
   EXPECT_EQ(NamespaceStatsOf(*stub_, "again").pending_timers(), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(DurableModes, ExpirationRestartTest, ::testing::Values("sync", "interval"),
-                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(DurableModes, ExpirationRestartTest,
+                         ::testing::Values("sync", "interval", "sync-log", "interval-log"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name(info.param);
+                           return name == "sync-log"       ? std::string("SyncLog")
+                                  : name == "interval-log" ? std::string("IntervalLog")
+                                                           : name;
+                         });
 
 }  // namespace
 }  // namespace lawn::testing

@@ -305,4 +305,13 @@ bool SmallTmpfs::Resize(const std::string& size) {
   return mounted_ && mount("tmpfs", path_.c_str(), "tmpfs", MS_REMOUNT, ("size=" + size).c_str()) == 0;
 }
 
+std::vector<std::string> DurableModeFlags(std::string_view mode) {
+  constexpr std::string_view kLog = "-log";
+  const bool log = mode.size() > kLog.size() && mode.substr(mode.size() - kLog.size()) == kLog;
+  if (log) mode.remove_suffix(kLog.size());
+  std::vector<std::string> flags = {"--durability", std::string(mode)};
+  if (log) flags.insert(flags.end(), {"--storage-engine", "log"});
+  return flags;
+}
+
 }  // namespace lawn::testing

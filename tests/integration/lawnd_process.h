@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grpcpp/grpcpp.h"
@@ -141,5 +142,9 @@ class SmallTmpfs {
 // Polls `pred` every 10 ms until it holds or `timeout` passes: waits for an observable state instead of
 // sleeping. Returns whether it held.
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(15));
+
+// Command-line flags for a durable mode named as the parameterized tests name them: "sync" or "interval",
+// optionally with "-log" for storage.engine log (e.g. "sync-log"); without it, the default engine (rocksdb).
+std::vector<std::string> DurableModeFlags(std::string_view mode);
 
 }  // namespace lawn::testing

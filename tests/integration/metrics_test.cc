@@ -77,6 +77,8 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
       {"lawn_storage_syncs_total", "counter"},
       {"lawn_recovery_duration_seconds", "gauge"},
       {"lawn_data_dir_bytes", "gauge"},
+      {"lawn_store_snapshots_total", "counter"},
+      {"lawn_store_snapshot_failures_total", "counter"},
   };
   const std::multimap<std::string, std::string> types = TypeLines(text);
   for (const auto& [name, type] : documented) {

@@ -277,16 +277,30 @@ TEST(RoundLogTest, OpenRefusesToWriteOverAnExistingSegmentAndBadArguments) {
   EXPECT_EQ(ReadAll(tmp.Sub("absent")).status.code(), absl::StatusCode::kNotFound);
 }
 
-TEST(RoundLogTest, ARecordLargerThanASegmentIsRefusedAndTheLogGoesOn) {
+TEST(RoundLogTest, ARecordLargerThanASegmentGetsASegmentOfItsOwn) {
   TempDir tmp;
   auto writer = RoundLogWriter::Open(Options(tmp.path()), 1, 1);
   ASSERT_TRUE(writer.ok()) << writer.status();
-  const absl::StatusOr<uint64_t> big = (*writer)->Append(std::string(kSegmentBytes, 'x'));
-  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument) << big.status();
+  AppendUntil(**writer, 3);
+  const std::string big(3 * kSegmentBytes, 'x');
+  const absl::StatusOr<uint64_t> appended = (*writer)->Append(big);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(*appended, 3u);
+  EXPECT_EQ((*writer)->segment(), 2u);
   AppendUntil(**writer, 11);
-  Read read = ReadAll(tmp.path());
-  ASSERT_TRUE(read.status.ok()) << read.status;
-  EXPECT_EQ(read.sequences, Range(1, 10));
+  ASSERT_TRUE((*writer)->Sync().ok());
+  std::vector<uint64_t> sequences;
+  RoundLogEnd end;
+  const absl::Status read = ReadRoundLog(
+      tmp.path(), 1,
+      [&](const RoundLogRecord& r) {
+        EXPECT_EQ(r.payload, r.sequence == 3 ? big : PayloadOf(r.sequence)) << "record " << r.sequence;
+        sequences.push_back(r.sequence);
+        return absl::OkStatus();
+      },
+      &end);
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(sequences, Range(1, 10));
 }
 
 TEST(RoundLogTest, RandomDamageNeverYieldsARecordThatWasNotWritten) {

@@ -1,6 +1,6 @@
-// The TimerStore contract, run against both implementations: what RocksDbTimerStore keeps across a reopen,
-// MemoryTimerStore keeps in place, and both recover it in the same order. Upper layers are tested against
-// MemoryTimerStore, so the two must not drift apart.
+// The TimerStore contract, run against every implementation: what RocksDbTimerStore and LogTimerStore keep
+// across a reopen, MemoryTimerStore keeps in place, and all recover it in the same order. Upper layers are
+// tested against MemoryTimerStore, so the two must not drift apart.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/log_timer_store.h"
 #include "storage/rocksdb_timer_store.h"
 #include "storage/store_batch.h"
 #include "storage/timer_store.h"
@@ -26,13 +27,13 @@ using storage_test::TempDir;
 using storage_test::TimerCopy;
 using storage_test::TimerKeys;
 
-enum class Kind { kMemory, kRocksDb };
+enum class Kind { kMemory, kRocksDb, kLog };
 
 class TimerStoreConformanceTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override { Reopen(); }
 
-  // RocksDB: close and open the data dir again, so that every check below reads what is on disk.
+  // RocksDB and log: close and open the data dir again, so that every check below reads what is on disk.
   // Memory: nothing to do; the same instance is the "reopened" store.
   void Reopen() {
     if (GetParam() == Kind::kMemory) {
@@ -40,6 +41,17 @@ class TimerStoreConformanceTest : public ::testing::TestWithParam<Kind> {
       return;
     }
     store_.reset();
+    if (GetParam() == Kind::kLog) {
+      LogStoreOptions options;
+      options.path = dir_.Sub("data");
+      // Small segments and snapshots after every other segment: the suite's writes cross both.
+      options.segment_bytes = 4096;
+      options.snapshot_log_bytes = 8192;
+      absl::StatusOr<std::unique_ptr<LogTimerStore>> opened = LogTimerStore::Open(options);
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      store_ = std::move(opened).value();
+      return;
+    }
     RocksDbStoreOptions options;
     options.path = dir_.Sub("data");
     absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> opened = RocksDbTimerStore::Open(options);
@@ -263,10 +275,12 @@ TEST_P(TimerStoreConformanceTest, ConcurrentSyncedWritersAllLand) {
   EXPECT_EQ(Contents(store()).timers.size(), size_t{kThreads * kWritesPerThread});
 }
 
-INSTANTIATE_TEST_SUITE_P(BothStores, TimerStoreConformanceTest,
-                         ::testing::Values(Kind::kMemory, Kind::kRocksDb),
+INSTANTIATE_TEST_SUITE_P(EveryStore, TimerStoreConformanceTest,
+                         ::testing::Values(Kind::kMemory, Kind::kRocksDb, Kind::kLog),
                          [](const ::testing::TestParamInfo<Kind>& info) {
-                           return info.param == Kind::kMemory ? "Memory" : "RocksDb";
+                           return info.param == Kind::kMemory    ? "Memory"
+                                  : info.param == Kind::kRocksDb ? "RocksDb"
+                                                                 : "Log";
                          });
 
 }  // namespace

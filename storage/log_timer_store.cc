@@ -1,0 +1,587 @@
+#include "storage/log_timer_store.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "base/status_macros.h"
+#include "storage/log_state.h"
+#include "storage/round_log.h"
+
+namespace lawn {
+namespace {
+
+namespace fs = std::filesystem;
+using logstore::Family;
+using logstore::LogDelta;
+
+// What CURRENT holds. RocksDB reads CURRENT as the name of its MANIFEST file and fails to open a dir where
+// that file does not exist, so a build of format 2 (or RocksDB's tools) refuses this dir instead of starting
+// an empty store beside it.
+constexpr std::string_view kCurrentText =
+    "lawn storage format 3 (storage.engine: log); not a RocksDB database\n";
+constexpr char kLogDir[] = "log";
+constexpr char kSnapshotPrefix[] = "snapshot-";
+constexpr char kSnapshotSuffix[] = ".lawnsnap";
+constexpr char kCheckpointsDir[] = "checkpoints";
+constexpr auto kGuardInterval = std::chrono::seconds(1);
+
+absl::Status Errno(const std::string& what, const std::string& path, int err) {
+  const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
+}
+
+// The whole file at `path`; nullopt if it does not exist.
+absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return Errno("open", path, errno);
+  }
+  std::string out;
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Errno("read", path, err);
+    }
+    if (n == 0) break;
+    out.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return std::optional<std::string>(std::move(out));
+}
+
+absl::Status SyncDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", dir, errno);
+  const bool ok = ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  return ok ? absl::OkStatus() : Errno("fsync", dir, err);
+}
+
+// Replaces `dir`/`name` with `text` so that a crash leaves the old or the new content, never a mix: write a
+// temporary file, sync it, rename it over, sync the dir.
+absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::string_view text) {
+  const std::string path = absl::StrCat(dir, "/", name);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("create", tmp, errno);
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  int err = written ? 0 : (errno != 0 ? errno : EIO);
+  const bool synced = written && ::fdatasync(fd) == 0;
+  if (written && !synced) err = errno;
+  ::close(fd);
+  if (!synced) return Errno(written ? "fdatasync" : "write", tmp, err);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename", tmp, errno);
+  return SyncDir(dir);
+}
+
+struct Manifest {
+  std::string snapshot;         // File name in the data dir; empty: no snapshot yet.
+  uint64_t first_sequence = 1;  // The first log sequence the snapshot does not cover.
+};
+
+absl::StatusOr<Manifest> ParseManifest(const std::string& path, const std::string& text) {
+  // "snapshot <file> <sequence>\n"
+  Manifest m;
+  std::string word;
+  std::string sequence;
+  const size_t first_space = text.find(' ');
+  const size_t second_space =
+      first_space == std::string::npos ? first_space : text.find(' ', first_space + 1);
+  bool ok = first_space != std::string::npos && second_space != std::string::npos && !text.empty() &&
+            text.back() == '\n' && text.compare(0, first_space, "snapshot") == 0;
+  if (ok) {
+    m.snapshot = text.substr(first_space + 1, second_space - first_space - 1);
+    sequence = text.substr(second_space + 1, text.size() - second_space - 2);
+    ok = absl::SimpleAtoi(sequence, &m.first_sequence) && m.first_sequence > 0 &&
+         m.snapshot.rfind(kSnapshotPrefix, 0) == 0 && m.snapshot.find('/') == std::string::npos;
+  }
+  if (!ok) {
+    return absl::DataLossError(absl::StrCat(path, " is not a lawn manifest: \"", text.substr(0, 200), "\""));
+  }
+  return m;
+}
+
+}  // namespace
+
+struct LogTimerStore::Rep {
+  LogStoreOptions options;
+  std::string log_dir;
+
+  mutable absl::Mutex mu;
+  std::unique_ptr<RoundLogWriter> writer ABSL_GUARDED_BY(mu);
+  absl::Status failed ABSL_GUARDED_BY(mu);
+  uint64_t synced ABSL_GUARDED_BY(mu) = 0;  // Every record up to this sequence is durable.
+  bool syncing ABSL_GUARDED_BY(mu) = false;
+  absl::CondVar synced_cv;
+  // The snapshot in force and where the log after it starts.
+  Manifest manifest ABSL_GUARDED_BY(mu);
+  uint64_t manifest_segment ABSL_GUARDED_BY(mu) = 0;  // Segment holding manifest.first_sequence.
+  // Free space the guard keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
+  // next rotation and the next snapshot). Read on the write path without mu.
+  std::atomic<uint64_t> reserve{0};
+  uint64_t segment_seen ABSL_GUARDED_BY(mu) = 0;
+  // A snapshot requested or in progress: of the log before `fold_sequence`, the first record of
+  // `fold_segment`.
+  bool folding ABSL_GUARDED_BY(mu) = false;
+  uint64_t fold_sequence ABSL_GUARDED_BY(mu) = 0;
+  uint64_t fold_segment ABSL_GUARDED_BY(mu) = 0;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  absl::CondVar fold_cv;
+  Stats stats ABSL_GUARDED_BY(mu);
+  std::thread folder;
+  // The log as Open read it, kept for the first Recover (which comes before any write) so that a start reads
+  // the log once; dropped by it, or by the first write.
+  std::unique_ptr<LogDelta> opened_delta ABSL_GUARDED_BY(mu);
+
+  absl::Mutex epoch_mu;
+
+  absl::Mutex guard_mu;
+  std::chrono::steady_clock::time_point guard_checked_at ABSL_GUARDED_BY(guard_mu);
+  uint64_t guard_free ABSL_GUARDED_BY(guard_mu) = 0;
+  bool guard_valid ABSL_GUARDED_BY(guard_mu) = false;
+
+  absl::Status Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (failed.ok()) failed = status;
+    return status;
+  }
+
+  // Waits until every record up to `sequence` is durable, syncing as the group's leader if nobody is.
+  absl::Status SyncThrough(uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    while (synced < sequence) {
+      LAWN_RETURN_IF_ERROR(failed);
+      if (syncing) {
+        synced_cv.Wait(&mu);
+        continue;
+      }
+      absl::StatusOr<std::pair<int, uint64_t>> begun = writer->BeginSync();
+      if (!begun.ok()) return Fail(begun.status());
+      syncing = true;
+      mu.Unlock();
+      const bool ok = ::fdatasync(begun->first) == 0;
+      const int err = errno;
+      ::close(begun->first);
+      mu.Lock();
+      syncing = false;
+      absl::Status ended = writer->EndSync(
+          begun->second, ok ? absl::OkStatus() : Errno("fdatasync", log_dir + " (current segment)", err));
+      if (ended.ok()) {
+        synced = std::max(synced, begun->second);
+      } else {
+        Fail(ended);
+      }
+      synced_cv.SignalAll();
+    }
+    return failed;
+  }
+
+  // After an append of record `sequence`: a new segment may start a snapshot.
+  void NoteAppend(uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    const uint64_t segment = writer->segment();
+    if (segment == segment_seen) return;
+    segment_seen = segment;
+    MaybeFold(sequence, segment);
+  }
+
+  // Starts a snapshot of the log before `sequence`, the first record of `segment` (which the writer has just
+  // started: every segment before it is synced), if the log since the last snapshot is long enough. Segments
+  // count as full: each restart starts a segment, so a lawnd restarted often folds its short segments away
+  // too (Open calls this for the segment it starts).
+  void MaybeFold(uint64_t sequence, uint64_t segment) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (folding || (segment - manifest_segment) * options.segment_bytes < options.snapshot_log_bytes) return;
+    folding = true;
+    fold_sequence = sequence;
+    fold_segment = segment;
+    fold_cv.Signal();
+  }
+
+  absl::Status AdmitWrite(uint64_t bytes, uint64_t reserve) {
+    if (options.min_free_disk_bytes == 0) return absl::OkStatus();
+    absl::MutexLock l(&guard_mu);
+    const auto now = std::chrono::steady_clock::now();
+    const uint64_t need = options.min_free_disk_bytes + reserve + bytes;
+    // Writes inside a segment take no disk: free space changes at rotations and snapshots, which the
+    // reserve covers, so a statvfs a second is enough; a refusal is always based on a fresh one.
+    if (!guard_valid || now - guard_checked_at >= kGuardInterval || guard_free < need) {
+      struct statvfs st;
+      if (statvfs(options.path.c_str(), &st) != 0) return Errno("statvfs", options.path, errno);
+      guard_free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+      guard_checked_at = now;
+      guard_valid = true;
+    }
+    if (guard_free < need) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "disk almost full: ", guard_free, " bytes free in ", options.path, ", need at least ",
+          options.min_free_disk_bytes, " (config key min_free_disk_bytes) plus ", reserve,
+          " for the next log segment and snapshot plus ", bytes, " for this write; nothing was written"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Reads the log after the manifest's snapshot into `delta` (copies). Holds mu: nothing is appended
+  // meanwhile. `end` (optional) receives where the log ends; `first_segment` the segment of the first record
+  // read (0: none).
+  absl::Status ReadLog(const Manifest& m, LogDelta* delta, RoundLogEnd* end, uint64_t* first_segment) {
+    RoundLogEnd local_end;
+    uint64_t first = 0;
+    absl::Status read = ReadRoundLog(
+        log_dir, m.first_sequence,
+        [&](const RoundLogRecord& record) -> absl::Status {
+          if (first == 0) first = record.segment;
+          if (delta != nullptr && !delta->Add(record.payload, /*copy=*/true)) {
+            return absl::DataLossError(absl::StrCat("log ", log_dir, ": record ", record.sequence,
+                                                    " (segment ", record.segment,
+                                                    ") has a good CRC but does not decode"));
+          }
+          return absl::OkStatus();
+        },
+        &local_end);
+    if (absl::IsNotFound(read)) {
+      local_end = RoundLogEnd{0, m.first_sequence};
+    } else if (!read.ok()) {
+      return read;
+    }
+    if (end != nullptr) *end = local_end;
+    if (first_segment != nullptr) *first_segment = first;
+    return absl::OkStatus();
+  }
+
+  absl::Status Fold(const Manifest& from, uint64_t from_segment, uint64_t through, uint64_t through_segment,
+                    Manifest* to, uint64_t* bytes);
+  void FoldLoop();
+};
+
+// Reads segments [from_segment, through_segment) after `from`'s snapshot and writes the snapshot of the log
+// before `through`. Touches only files nobody writes: those segments were synced and left, and nothing
+// retires them before this returns.
+absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segment, uint64_t through,
+                                      uint64_t through_segment, Manifest* to, uint64_t* bytes) {
+  LogDelta delta;
+  RoundLogScanner scanner(log_dir, from.first_sequence);
+  for (uint64_t n = from_segment; n < through_segment; ++n) {
+    const std::string path = absl::StrCat(log_dir, "/", RoundLogSegmentName(n));
+    LAWN_ASSIGN_OR_RETURN(std::optional<std::string> read, ReadWholeFile(path));
+    if (!read) return absl::DataLossError(absl::StrCat("snapshot: log segment ", path, " is missing"));
+    std::string_view bytes_view = delta.Keep(std::move(*read));
+    LAWN_RETURN_IF_ERROR(scanner.Segment(n, bytes_view, [&](const RoundLogRecord& record) -> absl::Status {
+      if (record.sequence >= through) return absl::OkStatus();
+      if (!delta.Add(record.payload, /*copy=*/false)) {
+        return absl::DataLossError(absl::StrCat("log ", log_dir, ": record ", record.sequence,
+                                                " has a good CRC but does not decode"));
+      }
+      return absl::OkStatus();
+    }));
+  }
+  if (through_segment > from_segment && scanner.End().next_sequence != through) {
+    return absl::DataLossError(absl::StrCat("snapshot: the log before segment ", through_segment, " ends at ",
+                                            scanner.End().next_sequence, ", not at ", through));
+  }
+  to->snapshot = absl::StrCat(kSnapshotPrefix, through, kSnapshotSuffix);
+  to->first_sequence = through;
+  const std::string tmp = absl::StrCat(options.path, "/", to->snapshot, ".tmp");
+  {
+    LAWN_ASSIGN_OR_RETURN(std::unique_ptr<logstore::SnapshotWriter> out,
+                          logstore::SnapshotWriter::Create(tmp));
+    const std::string old = from.snapshot.empty() ? "" : absl::StrCat(options.path, "/", from.snapshot);
+    LAWN_RETURN_IF_ERROR(logstore::MergeState(
+        old, delta, [&](std::string_view, const StoreBatch::Entry& e) { return out->Add(e); },
+        [](const absl::Status&) { return false; }));
+    LAWN_RETURN_IF_ERROR(out->Finish(through));
+    *bytes = out->bytes();
+  }
+  const std::string path = absl::StrCat(options.path, "/", to->snapshot);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename", tmp, errno);
+  LAWN_RETURN_IF_ERROR(SyncDir(options.path));
+  return ReplaceFile(options.path, "MANIFEST", absl::StrCat("snapshot ", to->snapshot, " ", through, "\n"));
+}
+
+void LogTimerStore::Rep::FoldLoop() {
+  absl::MutexLock l(&mu);
+  while (true) {
+    while (!stop && !(folding && failed.ok())) fold_cv.Wait(&mu);
+    if (stop) return;
+    const Manifest from = manifest;
+    const uint64_t from_segment = manifest_segment;
+    const uint64_t through = fold_sequence;
+    const uint64_t through_segment = fold_segment;
+    mu.Unlock();
+    Manifest to;
+    uint64_t bytes = 0;
+    absl::Status status = AdmitWrite(0, reserve.load());
+    if (status.ok()) status = Fold(from, from_segment, through, through_segment, &to, &bytes);
+    if (!status.ok()) {
+      std::error_code ec;
+      fs::remove(absl::StrCat(options.path, "/", kSnapshotPrefix, through, kSnapshotSuffix, ".tmp"), ec);
+    }
+    mu.Lock();
+    folding = false;
+    synced_cv.SignalAll();  // WaitForSnapshot and Recover wait on it too.
+    if (!status.ok()) {
+      ++stats.snapshot_failures;
+      stats.last_error = status.ToString();
+      continue;
+    }
+    manifest = to;
+    manifest_segment = through_segment;
+    reserve.store(options.segment_bytes + bytes);
+    ++stats.snapshots;
+    // The segments before the new snapshot's are no longer needed; nor is the old snapshot.
+    if (absl::Status retired = writer->RetireBelow(through_segment); !retired.ok()) {
+      stats.last_error = retired.ToString();
+    }
+    if (!from.snapshot.empty()) {
+      std::error_code ec;
+      fs::remove(absl::StrCat(options.path, "/", from.snapshot), ec);
+    }
+  }
+}
+
+LogTimerStore::LogTimerStore(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+
+LogTimerStore::~LogTimerStore() {
+  {
+    absl::MutexLock l(&rep_->mu);
+    rep_->stop = true;
+    rep_->fold_cv.SignalAll();
+  }
+  // A snapshot in progress is finished first (its files are complete or a .tmp the next Open deletes).
+  if (rep_->folder.joinable()) rep_->folder.join();
+  absl::MutexLock l(&rep_->mu);
+  if (rep_->failed.ok()) rep_->SyncThrough(rep_->writer->next_sequence() - 1).IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStoreOptions& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("log store: empty data dir path");
+  std::error_code ec;
+  fs::create_directories(options.path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("create ", options.path, ": ", ec.message()));
+  auto rep = std::make_unique<Rep>();
+  rep->options = options;
+  rep->log_dir = absl::StrCat(options.path, "/", kLogDir);
+  const std::string& dir = options.path;
+
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(dir + "/CURRENT"));
+  if (current && *current != kCurrentText) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data dir ", dir,
+        " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb); storage.engine: "
+        "log cannot open it, and no migration between the two is built: use storage.engine: "
+        "rocksdb for it, or an empty data dir"));
+  }
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> format, ReadWholeFile(dir + "/LAWN_FORMAT"));
+  if (format && *format != absl::StrCat(kFormatVersion, "\n")) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", dir, " holds storage format \"",
+                                                      format->substr(0, 40),
+                                                      "\"; this build's log engine reads "
+                                                      "format ",
+                                                      kFormatVersion));
+  }
+  if (!format) {
+    LAWN_RETURN_IF_ERROR(ReplaceFile(dir, "CURRENT", kCurrentText));
+    LAWN_RETURN_IF_ERROR(ReplaceFile(dir, "LAWN_FORMAT", absl::StrCat(kFormatVersion, "\n")));
+  }
+
+  Manifest manifest;
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> manifest_text, ReadWholeFile(dir + "/MANIFEST"));
+  if (manifest_text) {
+    LAWN_ASSIGN_OR_RETURN(manifest, ParseManifest(dir + "/MANIFEST", *manifest_text));
+    if (!fs::exists(absl::StrCat(dir, "/", manifest.snapshot), ec)) {
+      return absl::DataLossError(absl::StrCat("data dir ", dir, ": the snapshot ", manifest.snapshot,
+                                              " that MANIFEST names is missing"));
+    }
+  }
+  // Left-overs of snapshots cut short or replaced before a crash.
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool stale_snapshot = name.rfind(kSnapshotPrefix, 0) == 0 && name != manifest.snapshot;
+    const bool temporary = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+    if (stale_snapshot || temporary) {
+      std::error_code remove_ec;
+      fs::remove(entry.path(), remove_ec);
+    }
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat("list ", dir, ": ", ec.message()));
+
+  RoundLogEnd end;
+  uint64_t first_segment = 0;
+  auto delta = std::make_unique<LogDelta>();
+  LAWN_RETURN_IF_ERROR(rep->ReadLog(manifest, delta.get(), &end, &first_segment));
+  RoundLogOptions log_options;
+  log_options.dir = rep->log_dir;
+  log_options.segment_bytes = options.segment_bytes;
+  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<RoundLogWriter> writer,
+                        RoundLogWriter::Open(log_options, end.last_segment + 1,
+                                             std::max(end.next_sequence, manifest.first_sequence)));
+  {
+    absl::MutexLock l(&rep->mu);
+    rep->manifest_segment = first_segment != 0 ? first_segment : writer->segment();
+    // Segments before the snapshot's log (a crash came between a snapshot and their retirement).
+    LAWN_RETURN_IF_ERROR(writer->RetireBelow(rep->manifest_segment));
+    rep->synced = writer->next_sequence() - 1;  // Open synced what it read.
+    rep->segment_seen = writer->segment();
+    rep->manifest = manifest;
+    rep->stats.snapshot_sequence = manifest.first_sequence;
+    const uint64_t snapshot_bytes =
+        manifest.snapshot.empty() ? 0 : fs::file_size(absl::StrCat(dir, "/", manifest.snapshot), ec);
+    rep->reserve.store(options.segment_bytes + (ec ? 0 : snapshot_bytes));
+    rep->writer = std::move(writer);
+    rep->opened_delta = std::move(delta);
+    rep->MaybeFold(rep->writer->next_sequence(), rep->writer->segment());
+  }
+  Rep* raw = rep.get();
+  rep->folder = std::thread([raw] { raw->FoldLoop(); });
+  return std::unique_ptr<LogTimerStore>(new LogTimerStore(std::move(rep)));
+}
+
+absl::Status LogTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
+  if (batch.empty()) return absl::OkStatus();
+  Rep& r = *rep_;
+  LAWN_RETURN_IF_ERROR(r.AdmitWrite(batch.ByteSize(), r.reserve.load(std::memory_order_relaxed)));
+  absl::MutexLock l(&r.mu);
+  LAWN_RETURN_IF_ERROR(r.failed);
+  r.opened_delta.reset();
+  absl::StatusOr<uint64_t> sequence = r.writer->Append(batch.data());
+  if (!sequence.ok()) {
+    // A record too large for a segment was not written and fails nothing else.
+    return absl::IsInvalidArgument(sequence.status()) ? sequence.status() : r.Fail(sequence.status());
+  }
+  r.NoteAppend(*sequence);
+  if (mode == SyncMode::kNoSync || !batch.needs_sync()) return absl::OkStatus();
+  return r.SyncThrough(*sequence);
+}
+
+absl::Status LogTimerStore::CheckSpace(uint64_t bytes) {
+  return rep_->AdmitWrite(bytes, rep_->reserve.load(std::memory_order_relaxed));
+}
+
+absl::Status LogTimerStore::Sync() {
+  absl::MutexLock l(&rep_->mu);
+  LAWN_RETURN_IF_ERROR(rep_->failed);
+  return rep_->SyncThrough(rep_->writer->next_sequence() - 1);
+}
+
+absl::StatusOr<uint64_t> LogTimerStore::DataBytes() const {
+  std::error_code ec;
+  uint64_t total = 0;
+  fs::recursive_directory_iterator it(rep_->options.path, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code file_ec;
+    if (it.depth() == 0 && it->path().filename() == kCheckpointsDir && it->is_directory(file_ec)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(file_ec)) total += it->file_size(file_ec);
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat("measure ", rep_->options.path, ": ", ec.message()));
+  return total;
+}
+
+absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                                    absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                                    absl::FunctionRef<bool(const absl::Status&)> on_corrupt) {
+  Rep& r = *rep_;
+  absl::MutexLock l(&r.mu);
+  // The snapshot and log it reads must not be switched under it.
+  while (r.folding) r.synced_cv.Wait(&r.mu);
+  std::unique_ptr<LogDelta> opened = std::move(r.opened_delta);
+  if (opened != nullptr && r.manifest.first_sequence != r.stats.snapshot_sequence) opened.reset();
+  LogDelta read;
+  if (opened == nullptr) LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &read, nullptr, nullptr));
+  LogDelta& delta = opened != nullptr ? *opened : read;
+  const std::string snapshot =
+      r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
+  return logstore::MergeState(
+      snapshot, delta,
+      [&](std::string_view key, const StoreBatch::Entry& e) {
+        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
+        switch (logstore::FamilyOf(key)) {
+          case Family::kTimers:
+            on_timer(t);
+            break;
+          case Family::kExpirations:
+            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
+            break;
+          case Family::kIncoming:
+            break;
+        }
+        return absl::OkStatus();
+      },
+      on_corrupt);
+}
+
+absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
+  Rep& r = *rep_;
+  absl::MutexLock l(&r.mu);
+  while (r.folding) r.synced_cv.Wait(&r.mu);
+  LogDelta delta;
+  LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &delta, nullptr, nullptr));
+  const std::string snapshot =
+      r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
+  return logstore::MergeState(
+      snapshot, delta,
+      [&](std::string_view key, const StoreBatch::Entry& e) {
+        if (logstore::FamilyOf(key) == Family::kIncoming) {
+          on_staged(StoredExpiration{
+              e.delivery_id, StoredTimer{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload},
+              e.fired_at_unix_ns, e.attempt});
+        }
+        return absl::OkStatus();
+      },
+      [](const absl::Status&) { return false; });
+}
+
+absl::StatusOr<uint64_t> LogTimerStore::NextBootEpoch() {
+  Rep& r = *rep_;
+  absl::MutexLock l(&r.epoch_mu);
+  const std::string path = r.options.path + "/boot_epoch";
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> text, ReadWholeFile(path));
+  uint64_t epoch = 0;
+  if (text && !absl::SimpleAtoi(*text, &epoch)) {  // SimpleAtoi allows the newline around the number.
+    return absl::DataLossError(absl::StrCat(path, " is not a number: \"", text->substr(0, 40), "\""));
+  }
+  ++epoch;
+  LAWN_RETURN_IF_ERROR(ReplaceFile(r.options.path, "boot_epoch", absl::StrCat(epoch, "\n")));
+  return epoch;
+}
+
+LogTimerStore::Stats LogTimerStore::stats() const {
+  absl::MutexLock l(&rep_->mu);
+  Stats s = rep_->stats;
+  s.snapshot_sequence = rep_->manifest.first_sequence;
+  s.log_segment = rep_->writer->segment();
+  return s;
+}
+
+TimerStore::BackgroundStats LogTimerStore::Background() const {
+  absl::MutexLock l(&rep_->mu);
+  return BackgroundStats{rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error};
+}
+
+void LogTimerStore::WaitForSnapshot() {
+  absl::MutexLock l(&rep_->mu);
+  while (rep_->folding) rep_->synced_cv.Wait(&rep_->mu);
+}
+
+}  // namespace lawn
