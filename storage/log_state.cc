@@ -113,9 +113,27 @@ bool LogDelta::Add(std::string_view payload, bool copy) {
   sorted_valid_ = false;
   StoreBatch::ForEachIn(payload, [&](const StoreBatch::Entry& e) {
     SortKeyOf(e, &scratch_);
-    last_.insert_or_assign(scratch_, e);
+    auto it = last_.find(std::string_view(scratch_));
+    if (it != last_.end()) {
+      it->second = e;
+    } else {
+      last_.emplace(StoreKey(scratch_), e);
+    }
   });
   return true;
+}
+
+std::string_view LogDelta::StoreKey(std::string_view key) {
+  constexpr size_t kChunkBytes = size_t{1} << 20;
+  if (key.size() > key_chunk_size_ - key_chunk_used_) {
+    key_chunk_size_ = std::max(kChunkBytes, key.size());
+    key_chunks_.push_back(std::make_unique<char[]>(key_chunk_size_));
+    key_chunk_used_ = 0;
+  }
+  char* out = key_chunks_.back().get() + key_chunk_used_;
+  std::memcpy(out, key.data(), key.size());
+  key_chunk_used_ += key.size();
+  return {out, key.size()};
 }
 
 const std::vector<LogDelta::Item>& LogDelta::Sorted() {

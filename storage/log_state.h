@@ -65,8 +65,15 @@ class LogDelta {
   size_t size() const { return last_.size(); }
 
  private:
+  // A copy of `key` that lives as long as the delta, from chunks of 1 MiB: one allocation per key made
+  // recovery allocation-bound (BENCHMARKS.md section 43).
+  std::string_view StoreKey(std::string_view key);
+
   std::deque<std::string> buffers_;
-  absl::flat_hash_map<std::string, StoreBatch::Entry> last_;
+  std::vector<std::unique_ptr<char[]>> key_chunks_;
+  size_t key_chunk_size_ = 0;
+  size_t key_chunk_used_ = 0;
+  absl::flat_hash_map<std::string_view, StoreBatch::Entry> last_;
   std::vector<Item> sorted_;
   bool sorted_valid_ = false;
   std::string scratch_;

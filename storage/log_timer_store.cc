@@ -1,6 +1,7 @@
 #include "storage/log_timer_store.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -155,6 +156,15 @@ struct LogTimerStore::Rep {
   // The log as Open read it, kept for the first Recover (which comes before any write) so that a start reads
   // the log once; dropped by it, or by the first write.
   std::unique_ptr<LogDelta> opened_delta ABSL_GUARDED_BY(mu);
+  // The snapshot a restart may call for (MaybeFold of the segment Open started) is started after the first
+  // Recover or write, so that recovery does not wait for it: (first sequence, segment) when one is due.
+  std::optional<std::pair<uint64_t, uint64_t>> fold_after_open ABSL_GUARDED_BY(mu);
+
+  void StartFoldAfterOpen() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!fold_after_open) return;
+    MaybeFold(fold_after_open->first, fold_after_open->second);
+    fold_after_open.reset();
+  }
 
   absl::Mutex epoch_mu;
 
@@ -190,7 +200,7 @@ struct LogTimerStore::Rep {
       if (ended.ok()) {
         synced = std::max(synced, begun->second);
       } else {
-        Fail(ended);
+        Fail(ended).IgnoreError();  // Kept in `failed`, returned below.
       }
       synced_cv.SignalAll();
     }
@@ -448,7 +458,7 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
     rep->reserve.store(options.segment_bytes + (ec ? 0 : snapshot_bytes));
     rep->writer = std::move(writer);
     rep->opened_delta = std::move(delta);
-    rep->MaybeFold(rep->writer->next_sequence(), rep->writer->segment());
+    rep->fold_after_open.emplace(rep->writer->next_sequence(), rep->writer->segment());
   }
   Rep* raw = rep.get();
   rep->folder = std::thread([raw] { raw->FoldLoop(); });
@@ -462,6 +472,7 @@ absl::Status LogTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
   absl::MutexLock l(&r.mu);
   LAWN_RETURN_IF_ERROR(r.failed);
   r.opened_delta.reset();
+  r.StartFoldAfterOpen();
   absl::StatusOr<uint64_t> sequence = r.writer->Append(batch.data());
   if (!sequence.ok()) {
     // A record too large for a segment was not written and fails nothing else.
@@ -505,30 +516,38 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
   absl::MutexLock l(&r.mu);
   // The snapshot and log it reads must not be switched under it.
   while (r.folding) r.synced_cv.Wait(&r.mu);
-  std::unique_ptr<LogDelta> opened = std::move(r.opened_delta);
-  if (opened != nullptr && r.manifest.first_sequence != r.stats.snapshot_sequence) opened.reset();
-  LogDelta read;
-  if (opened == nullptr) LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &read, nullptr, nullptr));
-  LogDelta& delta = opened != nullptr ? *opened : read;
-  const std::string snapshot =
-      r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
-  return logstore::MergeState(
-      snapshot, delta,
-      [&](std::string_view key, const StoreBatch::Entry& e) {
-        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
-        switch (logstore::FamilyOf(key)) {
-          case Family::kTimers:
-            on_timer(t);
-            break;
-          case Family::kExpirations:
-            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
-            break;
-          case Family::kIncoming:
-            break;
-        }
-        return absl::OkStatus();
-      },
-      on_corrupt);
+  absl::Status status;
+  {
+    std::unique_ptr<LogDelta> opened = std::move(r.opened_delta);
+    if (opened != nullptr && r.manifest.first_sequence != r.stats.snapshot_sequence) opened.reset();
+    LogDelta read;
+    if (opened == nullptr) LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &read, nullptr, nullptr));
+    LogDelta& delta = opened != nullptr ? *opened : read;
+    const std::string snapshot =
+        r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
+    status = logstore::MergeState(
+        snapshot, delta,
+        [&](std::string_view key, const StoreBatch::Entry& e) {
+          StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
+          switch (logstore::FamilyOf(key)) {
+            case Family::kTimers:
+              on_timer(t);
+              break;
+            case Family::kExpirations:
+              on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
+              break;
+            case Family::kIncoming:
+              break;
+          }
+          return absl::OkStatus();
+        },
+        on_corrupt);
+  }
+  // The log read into memory is freed: give it back to the system rather than keep it in malloc's pools for
+  // the life of the process (it was about the size of the state recovered).
+  ::malloc_trim(0);
+  r.StartFoldAfterOpen();
+  return status;
 }
 
 absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {

@@ -2,7 +2,7 @@
 // TTLs and random ones, while a subscriber acks deliveries and lawnd is killed with SIGKILL at random moments
 // and restarted, 10 rounds; then everything drains. Every acknowledged StartTimer must be delivered at least
 // once, none before its deadline, and no acknowledged DeleteTimer's timer at all. Runs in `sync` and
-// `interval` durability, with each storage engine (rocksdb, log).
+// `interval` durability with the rocksdb engine, and in `sync` with the log engine.
 #include <atomic>
 #include <map>
 #include <mutex>
