@@ -153,7 +153,7 @@ struct LogTimerStore::Rep {
   Stats stats ABSL_GUARDED_BY(mu);
   std::thread folder;
   // The log as Open read it, kept for the first Recover (which comes before any write) so that a start reads
-  // the log once; dropped by it, or by the first write.
+  // the log once; dropped by it, or by the first write (no snapshot starts before either).
   std::unique_ptr<LogDelta> opened_delta ABSL_GUARDED_BY(mu);
   // The snapshot a restart may call for (MaybeFold of the segment Open started) is started after the first
   // Recover or write, so that recovery does not wait for it: (first sequence, segment) when one is due.
@@ -277,6 +277,25 @@ struct LogTimerStore::Rep {
     return absl::OkStatus();
   }
 
+  std::string SnapshotPath(const Manifest& m) const {
+    return m.snapshot.empty() ? "" : absl::StrCat(options.path, "/", m.snapshot);
+  }
+
+  // Calls `emit` for every record of the current state, in sort-key order: the snapshot with the log after
+  // it (the one Open read, if nothing was written since, else read again). Waits for a snapshot in progress,
+  // which would switch the files under it.
+  absl::Status ForEachRecord(
+      absl::FunctionRef<absl::Status(std::string_view, const StoreBatch::Entry&)> emit,
+      absl::FunctionRef<bool(const absl::Status&)> on_corrupt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    while (folding) synced_cv.Wait(&mu);
+    std::unique_ptr<LogDelta> delta = std::move(opened_delta);
+    if (delta == nullptr) {
+      delta = std::make_unique<LogDelta>();
+      LAWN_RETURN_IF_ERROR(ReadLog(manifest, delta.get(), nullptr, nullptr));
+    }
+    return logstore::MergeState(SnapshotPath(manifest), *delta, emit, on_corrupt);
+  }
+
   absl::Status Fold(const Manifest& from, uint64_t from_segment, uint64_t through, uint64_t through_segment,
                     Manifest* to, uint64_t* bytes);
   void FoldLoop();
@@ -313,9 +332,8 @@ absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segmen
   {
     LAWN_ASSIGN_OR_RETURN(std::unique_ptr<logstore::SnapshotWriter> out,
                           logstore::SnapshotWriter::Create(tmp));
-    const std::string old = from.snapshot.empty() ? "" : absl::StrCat(options.path, "/", from.snapshot);
     LAWN_RETURN_IF_ERROR(logstore::MergeState(
-        old, delta, [&](std::string_view, const StoreBatch::Entry& e) { return out->Add(e); },
+        SnapshotPath(from), delta, [&](std::string_view, const StoreBatch::Entry& e) { return out->Add(e); },
         [](const absl::Status&) { return false; }));
     LAWN_RETURN_IF_ERROR(out->Finish(through));
     *bytes = out->bytes();
@@ -451,7 +469,6 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
     rep->synced = writer->next_sequence() - 1;  // Open synced what it read.
     rep->segment_seen = writer->segment();
     rep->manifest = manifest;
-    rep->stats.snapshot_sequence = manifest.first_sequence;
     const uint64_t snapshot_bytes =
         manifest.snapshot.empty() ? 0 : fs::file_size(absl::StrCat(dir, "/", manifest.snapshot), ec);
     rep->reserve.store(options.segment_bytes + (ec ? 0 : snapshot_bytes));
@@ -513,35 +530,22 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
                                     absl::FunctionRef<bool(const absl::Status&)> on_corrupt) {
   Rep& r = *rep_;
   absl::MutexLock l(&r.mu);
-  // The snapshot and log it reads must not be switched under it.
-  while (r.folding) r.synced_cv.Wait(&r.mu);
-  absl::Status status;
-  {
-    std::unique_ptr<LogDelta> opened = std::move(r.opened_delta);
-    if (opened != nullptr && r.manifest.first_sequence != r.stats.snapshot_sequence) opened.reset();
-    LogDelta read;
-    if (opened == nullptr) LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &read, nullptr, nullptr));
-    LogDelta& delta = opened != nullptr ? *opened : read;
-    const std::string snapshot =
-        r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
-    status = logstore::MergeState(
-        snapshot, delta,
-        [&](std::string_view key, const StoreBatch::Entry& e) {
-          StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
-          switch (logstore::FamilyOf(key)) {
-            case Family::kTimers:
-              on_timer(t);
-              break;
-            case Family::kExpirations:
-              on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
-              break;
-            case Family::kIncoming:
-              break;
-          }
-          return absl::OkStatus();
-        },
-        on_corrupt);
-  }
+  const absl::Status status = r.ForEachRecord(
+      [&](std::string_view key, const StoreBatch::Entry& e) {
+        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
+        switch (logstore::FamilyOf(key)) {
+          case Family::kTimers:
+            on_timer(t);
+            break;
+          case Family::kExpirations:
+            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
+            break;
+          case Family::kIncoming:
+            break;
+        }
+        return absl::OkStatus();
+      },
+      on_corrupt);
   // The log read into memory is freed: give it back to the system rather than keep it in malloc's pools for
   // the life of the process (it was about the size of the state recovered).
   ::malloc_trim(0);
@@ -552,13 +556,7 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
 absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
   Rep& r = *rep_;
   absl::MutexLock l(&r.mu);
-  while (r.folding) r.synced_cv.Wait(&r.mu);
-  LogDelta delta;
-  LAWN_RETURN_IF_ERROR(r.ReadLog(r.manifest, &delta, nullptr, nullptr));
-  const std::string snapshot =
-      r.manifest.snapshot.empty() ? "" : absl::StrCat(r.options.path, "/", r.manifest.snapshot);
-  return logstore::MergeState(
-      snapshot, delta,
+  return r.ForEachRecord(
       [&](std::string_view key, const StoreBatch::Entry& e) {
         if (logstore::FamilyOf(key) == Family::kIncoming) {
           on_staged(StoredExpiration{
