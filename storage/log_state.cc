@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "storage/crc32c.h"
+#include "storage/posix_file.h"
 #include "storage/varint.h"
 
 namespace lawn::logstore {
@@ -31,11 +33,6 @@ uint64_t GetFixed(const char* p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
-}
-
-absl::Status Errno(const char* what, const std::string& path, int err) {
-  const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
 }
 
 // Appends `put` to `batch` as the operation that stores it.
@@ -106,21 +103,34 @@ std::string_view LogDelta::Keep(std::string bytes) {
   return buffers_.back();
 }
 
+std::string_view LogDelta::Keep(std::unique_ptr<MappedFile> mapped) {
+  mappings_.push_back(std::move(mapped));
+  return mappings_.back()->bytes();
+}
+
 bool LogDelta::Add(std::string_view payload, bool copy) {
-  // Decoded first, applied after: a record that does not decode changes nothing.
-  if (!StoreBatch::ForEachIn(payload, [](const StoreBatch::Entry&) {})) return false;
   if (copy) payload = Keep(std::string(payload));
-  sorted_valid_ = false;
-  StoreBatch::ForEachIn(payload, [&](const StoreBatch::Entry& e) {
+  // Decoded first, applied after: a record that does not decode changes nothing.
+  decoded_.clear();
+  for (std::string_view rest = payload; !rest.empty();) {
+    const char* start = rest.data();
+    StoreBatch::Entry e;
+    if (!StoreBatch::DecodeNext(&rest, &e)) return false;
+    decoded_.emplace_back(e, std::string_view(start, static_cast<size_t>(rest.data() - start)));
+  }
+  for (const auto& [e, op] : decoded_) {
     SortKeyOf(e, &scratch_);
-    auto it = last_.find(std::string_view(scratch_));
-    if (it != last_.end()) {
-      it->second = e;
-    } else {
-      last_.emplace(StoreKey(scratch_), e);
-    }
-  });
+    items_.push_back(Item{StoreKey(scratch_), op});
+  }
   return true;
+}
+
+StoreBatch::Entry LogDelta::Item::entry() const {
+  StoreBatch::Entry e;
+  std::string_view rest = op;
+  // The bytes decoded when Add took them, so this cannot fail.
+  if (!StoreBatch::DecodeNext(&rest, &e)) std::abort();
+  return e;
 }
 
 std::string_view LogDelta::StoreKey(std::string_view key) {
@@ -137,21 +147,33 @@ std::string_view LogDelta::StoreKey(std::string_view key) {
 }
 
 const std::vector<LogDelta::Item>& LogDelta::Sorted() {
-  if (!sorted_valid_) {
-    sorted_.clear();
-    sorted_.reserve(last_.size());
-    for (const auto& [key, entry] : last_) sorted_.push_back(Item{key, entry});
-    std::sort(sorted_.begin(), sorted_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
-    sorted_valid_ = true;
+  if (sorted_count_ == items_.size()) return items_;
+  // Every sort key is at least 9 bytes (a family byte and 8 of deadline or id): its first 8, read as a
+  // big-endian integer, order most pairs with one comparison.
+  auto less = [](const Item& a, const Item& b) {
+    const uint64_t pa = internal::LoadFixed64BigEndian(a.key.data());
+    const uint64_t pb = internal::LoadFixed64BigEndian(b.key.data());
+    if (pa != pb) return pa < pb;
+    return a.key.substr(8) < b.key.substr(8);
+  };
+  // Stable: of the operations on one key, the last one added stays last (the sorted ones come before any
+  // added after them).
+  std::stable_sort(items_.begin(), items_.end(), less);
+  size_t kept = 0;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    if (i + 1 < items_.size() && items_[i + 1].key == items_[i].key) continue;  // A later one wins.
+    items_[kept++] = items_[i];
   }
-  return sorted_;
+  items_.resize(kept);
+  sorted_count_ = kept;
+  return items_;
 }
 
 // SnapshotWriter
 
 absl::StatusOr<std::unique_ptr<SnapshotWriter>> SnapshotWriter::Create(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", path, errno);
+  if (fd < 0) return FileError("create", path, errno);
   return std::unique_ptr<SnapshotWriter>(new SnapshotWriter(path, fd));
 }
 
@@ -176,7 +198,7 @@ absl::Status SnapshotWriter::WriteBlock(std::string_view body, bool trailer) {
   while (!rest.empty()) {
     const ssize_t n = ::write(fd_, rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("write", path_, n < 0 ? errno : EIO);
+    if (n <= 0) return FileError("write", path_, n < 0 ? errno : EIO);
     rest.remove_prefix(static_cast<size_t>(n));
   }
   offset_ += buffer_.size();
@@ -195,7 +217,7 @@ absl::Status SnapshotWriter::Finish(uint64_t next_sequence) {
   PutFixed64(&trailer, next_sequence);
   PutFixed64(&trailer, records_);
   LAWN_RETURN_IF_ERROR(WriteBlock(trailer, true));
-  if (::fdatasync(fd_) != 0) return Errno("fdatasync", path_, errno);
+  if (::fdatasync(fd_) != 0) return FileError("fdatasync", path_, errno);
   return absl::OkStatus();
 }
 
@@ -205,7 +227,7 @@ absl::Status ReadSnapshot(const std::string& path,
                           absl::FunctionRef<absl::Status(const StoreBatch::Entry&)> on_record,
                           absl::FunctionRef<bool(const absl::Status&)> on_damage, uint64_t* next_sequence) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", path, errno);
+  if (fd < 0) return FileError("open", path, errno);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -220,7 +242,7 @@ absl::Status ReadSnapshot(const std::string& path,
   while (true) {
     char header[8];
     size_t got = 0;
-    if (!ReadFull(fd, header, sizeof header, &got)) return Errno("read", path, errno);
+    if (!ReadFull(fd, header, sizeof header, &got)) return FileError("read", path, errno);
     if (got < sizeof header) return damaged("no trailer (the file ends)");
     const uint32_t crc = static_cast<uint32_t>(GetFixed(header, 4));
     const uint32_t length_word = static_cast<uint32_t>(GetFixed(header + 4, 4));
@@ -229,7 +251,7 @@ absl::Status ReadSnapshot(const std::string& path,
     if (length > (64u << 20)) return damaged(absl::StrCat("a block length of ", length, " bytes"));
     block.assign(header + 4, 4);
     block.resize(4 + length);
-    if (!ReadFull(fd, block.data() + 4, length, &got)) return Errno("read", path, errno);
+    if (!ReadFull(fd, block.data() + 4, length, &got)) return FileError("read", path, errno);
     if (got < length) return damaged("a block cut short (the file ends)");
     if (internal::Crc32c(block) != crc) {
       // Skipping goes on at the block's length; if that was the damaged part, what follows fails its CRC
@@ -272,7 +294,7 @@ absl::Status MergeState(const std::string& snapshot_path, LogDelta& delta,
   // Emits the delta's items before `bound` (all when empty and `all`); tombstones are dropped.
   auto drain = [&](std::string_view bound, bool all) -> absl::Status {
     for (; next < items.size() && (all || items[next].key < bound); ++next) {
-      if (IsPut(items[next].entry.op)) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry));
+      if (items[next].put()) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry()));
     }
     return absl::OkStatus();
   };
@@ -286,7 +308,7 @@ absl::Status MergeState(const std::string& snapshot_path, LogDelta& delta,
           LAWN_RETURN_IF_ERROR(drain(key, false));
           if (next < items.size() && items[next].key == key) {
             // The log changed this record after the snapshot: its last operation wins.
-            if (IsPut(items[next].entry.op)) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry));
+            if (items[next].put()) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry()));
             ++next;
             return absl::OkStatus();
           }

@@ -28,10 +28,10 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/posix_file.h"
 #include "storage/store_batch.h"
 
 namespace lawn::logstore {
@@ -48,21 +48,22 @@ bool IsPut(StoreBatch::Op op);
 class LogDelta {
  public:
   // Folds one log record (a StoreBatch's data()) into the delta. `payload` must stay valid as long as the
-  // delta: view it into a buffer from Keep, or pass copy = true. False if it does not decode (nothing of it
-  // applied).
+  // delta (the delta keeps views of its operations): view it into a buffer or mapping from Keep, or pass
+  // copy = true. False if it does not decode (nothing of it applied).
   bool Add(std::string_view payload, bool copy);
-  // Takes ownership of `bytes` and returns a view of them that lives as long as the delta.
+  // Takes ownership of `bytes` (or a mapped file) and returns a view of them that lives as long as the delta.
   std::string_view Keep(std::string bytes);
+  std::string_view Keep(std::unique_ptr<MappedFile> mapped);
 
-  // The last operation on each sort key, sorted by key; a delete stays as a tombstone. Valid until the next
-  // Add.
+  // The last operation on each sort key, sorted by key; a delete stays as a tombstone. `op` is that
+  // operation's bytes in its record: entry() decodes it. Valid until the next Add.
   struct Item {
     std::string_view key;
-    StoreBatch::Entry entry;
+    std::string_view op;
+    bool put() const { return IsPut(static_cast<StoreBatch::Op>(op.front())); }
+    StoreBatch::Entry entry() const;
   };
   const std::vector<Item>& Sorted();
-
-  size_t size() const { return last_.size(); }
 
  private:
   // A copy of `key` that lives as long as the delta, from chunks of 1 MiB: one allocation per key made
@@ -70,13 +71,19 @@ class LogDelta {
   std::string_view StoreKey(std::string_view key);
 
   std::deque<std::string> buffers_;
+  std::vector<std::unique_ptr<MappedFile>> mappings_;
   std::vector<std::unique_ptr<char[]>> key_chunks_;
   size_t key_chunk_size_ = 0;
   size_t key_chunk_used_ = 0;
-  absl::flat_hash_map<std::string_view, StoreBatch::Entry> last_;
-  std::vector<Item> sorted_;
-  bool sorted_valid_ = false;
+  // Every operation added since the last Sorted, in log order, after the sorted ones. Sorted sorts them
+  // stably and keeps the last of each key: a hash map of the last operation per key cost a fifth of lawnd's
+  // CPU in a batched load (hashing, growing the table; BENCHMARKS.md section 44), and the records a log
+  // touches are mostly distinct (a timer's start, its expiration, its ack are three keys).
+  std::vector<Item> items_;
+  size_t sorted_count_ = 0;  // items_[0, sorted_count_) are sorted, one per key.
   std::string scratch_;
+  // One record's operations, decoded before any is applied (reused).
+  std::vector<std::pair<StoreBatch::Entry, std::string_view>> decoded_;
 };
 
 // Writes a snapshot file at `path` (created or truncated). Add in strictly increasing sort-key order; Finish

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "storage/log_state.h"
+#include "storage/posix_file.h"
 #include "storage/round_log.h"
 
 namespace lawn {
@@ -42,17 +43,12 @@ constexpr char kSnapshotSuffix[] = ".lawnsnap";
 constexpr char kCheckpointsDir[] = "checkpoints";
 constexpr auto kGuardInterval = std::chrono::seconds(1);
 
-absl::Status Errno(const std::string& what, const std::string& path, int err) {
-  const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
-}
-
 // The whole file at `path`; nullopt if it does not exist.
 absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::optional<std::string>();
-    return Errno("open", path, errno);
+    return FileError("open", path, errno);
   }
   std::string out;
   char chunk[1 << 16];
@@ -62,7 +58,7 @@ absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      return Errno("read", path, err);
+      return FileError("read", path, err);
     }
     if (n == 0) break;
     out.append(chunk, static_cast<size_t>(n));
@@ -73,11 +69,11 @@ absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path
 
 absl::Status SyncDir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", dir, errno);
+  if (fd < 0) return FileError("open", dir, errno);
   const bool ok = ::fsync(fd) == 0;
   const int err = errno;
   ::close(fd);
-  return ok ? absl::OkStatus() : Errno("fsync", dir, err);
+  return ok ? absl::OkStatus() : FileError("fsync", dir, err);
 }
 
 // Replaces `dir`/`name` with `text` so that a crash leaves the old or the new content, never a mix: write a
@@ -86,14 +82,14 @@ absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::s
   const std::string path = absl::StrCat(dir, "/", name);
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", tmp, errno);
+  if (fd < 0) return FileError("create", tmp, errno);
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   int err = written ? 0 : (errno != 0 ? errno : EIO);
   const bool synced = written && ::fdatasync(fd) == 0;
   if (written && !synced) err = errno;
   ::close(fd);
-  if (!synced) return Errno(written ? "fdatasync" : "write", tmp, err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename", tmp, errno);
+  if (!synced) return FileError(written ? "fdatasync" : "write", tmp, err);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return FileError("rename", tmp, errno);
   return SyncDir(dir);
 }
 
@@ -195,7 +191,7 @@ struct LogTimerStore::Rep {
       mu.Lock();
       syncing = false;
       absl::Status ended = writer->EndSync(
-          begun->second, ok ? absl::OkStatus() : Errno("fdatasync", log_dir + " (current segment)", err));
+          begun->second, ok ? absl::OkStatus() : FileError("fdatasync", log_dir + " (current segment)", err));
       if (ended.ok()) {
         synced = std::max(synced, begun->second);
       } else {
@@ -235,7 +231,7 @@ struct LogTimerStore::Rep {
     // reserve covers, so a statvfs a second is enough; a refusal is always based on a fresh one.
     if (!guard_valid || now - guard_checked_at >= kGuardInterval || guard_free < need) {
       struct statvfs st;
-      if (statvfs(options.path.c_str(), &st) != 0) return Errno("statvfs", options.path, errno);
+      if (statvfs(options.path.c_str(), &st) != 0) return FileError("statvfs", options.path, errno);
       guard_free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
       guard_checked_at = now;
       guard_valid = true;
@@ -249,24 +245,27 @@ struct LogTimerStore::Rep {
     return absl::OkStatus();
   }
 
-  // Reads the log after the manifest's snapshot into `delta` (copies). Holds mu: nothing is appended
-  // meanwhile. `end` (optional) receives where the log ends; `first_segment` the segment of the first record
+  // Reads the log after the manifest's snapshot into `delta`, which keeps the segments mapped (no segment is
+  // written over while it lives: the caller holds mu, or the delta is Open's, dropped before the first
+  // write). `end` (optional) receives where the log ends; `first_segment` the segment of the first record
   // read (0: none).
   absl::Status ReadLog(const Manifest& m, LogDelta* delta, RoundLogEnd* end, uint64_t* first_segment) {
     RoundLogEnd local_end;
     uint64_t first = 0;
+    std::vector<std::unique_ptr<MappedFile>> mapped;
     absl::Status read = ReadRoundLog(
         log_dir, m.first_sequence,
         [&](const RoundLogRecord& record) -> absl::Status {
           if (first == 0) first = record.segment;
-          if (delta != nullptr && !delta->Add(record.payload, /*copy=*/true)) {
+          if (delta != nullptr && !delta->Add(record.payload, /*copy=*/false)) {
             return absl::DataLossError(absl::StrCat("log ", log_dir, ": record ", record.sequence,
                                                     " (segment ", record.segment,
                                                     ") has a good CRC but does not decode"));
           }
           return absl::OkStatus();
         },
-        &local_end);
+        &local_end, delta != nullptr ? &mapped : nullptr);
+    for (std::unique_ptr<MappedFile>& file : mapped) delta->Keep(std::move(file));
     if (absl::IsNotFound(read)) {
       local_end = RoundLogEnd{0, m.first_sequence};
     } else if (!read.ok()) {
@@ -310,9 +309,12 @@ absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segmen
   RoundLogScanner scanner(log_dir, from.first_sequence);
   for (uint64_t n = from_segment; n < through_segment; ++n) {
     const std::string path = absl::StrCat(log_dir, "/", RoundLogSegmentName(n));
-    LAWN_ASSIGN_OR_RETURN(std::optional<std::string> read, ReadWholeFile(path));
-    if (!read) return absl::DataLossError(absl::StrCat("snapshot: log segment ", path, " is missing"));
-    std::string_view bytes_view = delta.Keep(std::move(*read));
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      return absl::DataLossError(absl::StrCat("snapshot: log segment ", path, " is missing"));
+    }
+    LAWN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));
+    std::string_view bytes_view = delta.Keep(std::move(mapped));
     LAWN_RETURN_IF_ERROR(scanner.Segment(n, bytes_view, [&](const RoundLogRecord& record) -> absl::Status {
       if (record.sequence >= through) return absl::OkStatus();
       if (!delta.Add(record.payload, /*copy=*/false)) {
@@ -339,7 +341,7 @@ absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segmen
     *bytes = out->bytes();
   }
   const std::string path = absl::StrCat(options.path, "/", to->snapshot);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename", tmp, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return FileError("rename", tmp, errno);
   LAWN_RETURN_IF_ERROR(SyncDir(options.path));
   return ReplaceFile(options.path, "MANIFEST", absl::StrCat("snapshot ", to->snapshot, " ", through, "\n"));
 }

@@ -1,7 +1,6 @@
 #include "storage/round_log.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "storage/crc32c.h"
+#include "storage/posix_file.h"
 
 namespace lawn {
 namespace {
@@ -55,11 +55,6 @@ uint64_t NextNonzero(std::string_view bytes, uint64_t pos) {
   }
   while (pos < bytes.size() && bytes[pos] == 0) ++pos;
   return pos;
-}
-
-absl::Status Errno(const char* what, const std::string& path, int err) {
-  const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
 }
 
 // Writes all of `data` at `offset` (pwrite may write less than asked).
@@ -113,43 +108,6 @@ std::optional<RoundLogRecord> RecordAt(std::string_view bytes, uint64_t number, 
                         std::string_view(p + kHeader, length)};
 }
 
-// A file mapped read-only, its pages read in by the mmap call itself (MAP_POPULATE): reading a 64 MiB segment
-// into a fresh buffer took 0.3 s here, most of it page faults on the buffer.
-class MappedFile {
- public:
-  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Errno("open", path, errno);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return Errno("stat", path, err);
-    }
-    const size_t size = static_cast<size_t>(st.st_size);
-    void* data = nullptr;
-    if (size > 0) {
-      data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (data == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        return Errno("mmap", path, err);
-      }
-    }
-    ::close(fd);
-    return std::unique_ptr<MappedFile>(new MappedFile(data, size));
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
-  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
-
- private:
-  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
-  void* data_;
-  size_t size_;
-};
-
 }  // namespace
 
 std::string RoundLogSegmentName(uint64_t number) { return absl::StrFormat("%020u%s", number, kSuffix); }
@@ -195,14 +153,14 @@ absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const Round
   if (!existing.empty()) {
     const std::string last = options.dir + "/" + RoundLogSegmentName(existing.back());
     const int fd = ::open(last.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Errno("open", last, errno);
+    if (fd < 0) return FileError("open", last, errno);
     const bool synced = ::fdatasync(fd) == 0;
     const int err = errno;
     ::close(fd);
-    if (!synced) return Errno("fdatasync", last, err);
+    if (!synced) return FileError("fdatasync", last, err);
   }
   const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return Errno("open", options.dir, errno);
+  if (dir_fd < 0) return FileError("open", options.dir, errno);
   std::unique_ptr<RoundLogWriter> writer(new RoundLogWriter(options, dir_fd, first_segment, next_sequence));
   LAWN_RETURN_IF_ERROR(writer->OpenSegment(first_segment, options.segment_bytes));
   return writer;
@@ -231,30 +189,31 @@ absl::Status RoundLogWriter::OpenSegment(uint64_t number, uint64_t capacity) {
   bool reused = false;
   if (!spares_.empty()) {
     const std::string spare = options_.dir + "/" + RoundLogSegmentName(spares_.front());
-    if (::rename(spare.c_str(), path.c_str()) != 0) return Fail(Errno("rename", spare, errno));
+    if (::rename(spare.c_str(), path.c_str()) != 0) return Fail(FileError("rename", spare, errno));
     spares_.pop_front();
     reused = true;
   }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Fail(Errno("open", path, errno));
+  if (fd < 0) return Fail(FileError("open", path, errno));
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
   segment_ = number;
   offset_ = 0;
   capacity_ = capacity;
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return Fail(Errno("stat", path, errno));
+  if (::fstat(fd_, &st) != 0) return Fail(FileError("stat", path, errno));
   // A new segment (or a spare of another size) is written full of zeros: blocks written once, so that the
   // syncs of the records written over them later have nothing but data to write.
   if (!reused || static_cast<uint64_t>(st.st_size) < capacity) {
     const std::string zeros(1 << 20, '\0');
     for (uint64_t at = 0; at < capacity; at += zeros.size()) {
       const uint64_t n = std::min<uint64_t>(zeros.size(), capacity - at);
-      if (!WriteAllAt(fd_, std::string_view(zeros.data(), n), at)) return Fail(Errno("write", path, errno));
+      if (!WriteAllAt(fd_, std::string_view(zeros.data(), n), at))
+        return Fail(FileError("write", path, errno));
     }
   }
-  if (::fdatasync(fd_) != 0) return Fail(Errno("fdatasync", path, errno));
-  if (::fsync(dir_fd_) != 0) return Fail(Errno("fsync", options_.dir, errno));
+  if (::fdatasync(fd_) != 0) return Fail(FileError("fdatasync", path, errno));
+  if (::fsync(dir_fd_) != 0) return Fail(FileError("fsync", options_.dir, errno));
   return absl::OkStatus();
 }
 
@@ -275,14 +234,15 @@ absl::StatusOr<uint64_t> RoundLogWriter::Append(std::string_view payload) {
   }
   buffer_.clear();
   internal::AppendRoundLogRecord(&buffer_, segment_, next_sequence_, synced_through_, payload);
-  if (!WriteAllAt(fd_, buffer_, offset_)) return Fail(Errno("write", RoundLogSegmentName(segment_), errno));
+  if (!WriteAllAt(fd_, buffer_, offset_))
+    return Fail(FileError("write", RoundLogSegmentName(segment_), errno));
   offset_ += size;
   return next_sequence_++;
 }
 
 absl::Status RoundLogWriter::Sync() {
   LAWN_RETURN_IF_ERROR(failed_);
-  if (::fdatasync(fd_) != 0) return Fail(Errno("fdatasync", RoundLogSegmentName(segment_), errno));
+  if (::fdatasync(fd_) != 0) return Fail(FileError("fdatasync", RoundLogSegmentName(segment_), errno));
   synced_through_ = next_sequence_ - 1;
   return absl::OkStatus();
 }
@@ -290,7 +250,7 @@ absl::Status RoundLogWriter::Sync() {
 absl::StatusOr<std::pair<int, uint64_t>> RoundLogWriter::BeginSync() {
   LAWN_RETURN_IF_ERROR(failed_);
   const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return Fail(Errno("dup", RoundLogSegmentName(segment_), errno));
+  if (fd < 0) return Fail(FileError("dup", RoundLogSegmentName(segment_), errno));
   return std::pair<int, uint64_t>(fd, next_sequence_ - 1);
 }
 
@@ -312,7 +272,7 @@ absl::Status RoundLogWriter::RetireBelow(uint64_t segment) {
   retired_below_ = std::max(retired_below_, segment);
   while (spares_.size() > options_.spare_segments) {
     const std::string path = options_.dir + "/" + RoundLogSegmentName(spares_.front());
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("delete", path, errno);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return FileError("delete", path, errno);
     spares_.pop_front();
   }
   return absl::OkStatus();
@@ -388,14 +348,15 @@ RoundLogEnd RoundLogScanner::End() const {
 }
 
 absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
-                          absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record,
-                          RoundLogEnd* end) {
+                          absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record, RoundLogEnd* end,
+                          std::vector<std::unique_ptr<MappedFile>>* keep) {
   LAWN_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, ListSegments(dir));
   RoundLogScanner scanner(dir, first_sequence);
   for (uint64_t number : segments) {
     const std::string path = dir + "/" + RoundLogSegmentName(number);
     LAWN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));
     LAWN_RETURN_IF_ERROR(scanner.Segment(number, mapped->bytes(), on_record));
+    if (keep != nullptr) keep->push_back(std::move(mapped));
   }
   if (end != nullptr) *end = scanner.End();
   return absl::OkStatus();

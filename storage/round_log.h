@@ -1,5 +1,6 @@
 // The round log of docs/durable-log.md (storage format 3, step 1 of its plan): an append-only log of records,
-// one per shard round, in numbered segment files of one directory. Nothing in lawnd uses it yet.
+// one per shard round, in numbered segment files of one directory: storage.engine `log` writes one
+// (storage/log_timer_store.h).
 //
 // A segment is `<number>.lawnlog` (20 decimal digits, numbers from 1). A record is
 //
@@ -38,12 +39,15 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace lawn {
+
+class MappedFile;  // storage/posix_file.h
 
 struct RoundLogOptions {
   std::string dir;                       // Created if missing.
@@ -137,9 +141,12 @@ class RoundLogWriter {
 // least `first_sequence` (the first one the caller needs; 1 for a whole log), in order; an error from
 // `on_record` stops the read and is returned. DATA_LOSS for lost records (see the file comment: also when the
 // first good record comes after `first_sequence`) or a missing segment between two present ones; NOT_FOUND if
-// `dir` does not exist. Fills `end` when OK (next_sequence is at least `first_sequence`).
+// `dir` does not exist. Fills `end` when OK (next_sequence is at least `first_sequence`). With `keep`, the
+// segments read are kept mapped in it, so that the payloads stay valid as long as it holds them (the log
+// store's fold keeps views of them instead of copies); the segments must not be written over meanwhile.
 absl::Status ReadRoundLog(const std::string& dir, uint64_t first_sequence,
-                          absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record, RoundLogEnd* end);
+                          absl::FunctionRef<absl::Status(const RoundLogRecord&)> on_record, RoundLogEnd* end,
+                          std::vector<std::unique_ptr<MappedFile>>* keep = nullptr);
 
 // The file name of segment `number`.
 std::string RoundLogSegmentName(uint64_t number);

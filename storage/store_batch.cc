@@ -109,44 +109,53 @@ void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {
 }
 
 bool StoreBatch::ForEachIn(std::string_view data, absl::FunctionRef<void(const Entry&)> visit) {
-  Reader r{data};
-  while (!r.in.empty()) {
-    Entry e{};
-    e.op = static_cast<Op>(r.in.front());
-    r.in.remove_prefix(1);
-    switch (e.op) {
-      case Op::kPutTimer:
-        e.key = r.Bytes();
-        e.deadline_unix_ns = ZigZagDecode(r.Varint());
-        e.ttl_ns = r.Varint();
-        e.interval_ns = r.Varint();
-        e.payload = r.Bytes();
-        break;
-      case Op::kDeleteTimer:
-        e.key = r.Bytes();
-        e.deadline_unix_ns = ZigZagDecode(r.Varint());
-        break;
-      case Op::kPutExpiration:
-      case Op::kPutIncoming:
-        e.delivery_id = r.Varint();
-        e.key = r.Bytes();
-        e.deadline_unix_ns = ZigZagDecode(r.Varint());
-        e.ttl_ns = r.Varint();
-        e.interval_ns = r.Varint();
-        e.payload = r.Bytes();
-        e.fired_at_unix_ns = ZigZagDecode(r.Varint());
-        e.attempt = static_cast<uint32_t>(r.Varint());
-        break;
-      case Op::kDeleteExpiration:
-      case Op::kDeleteIncoming:
-        e.delivery_id = r.Varint();
-        break;
-      default:
-        return false;
-    }
-    if (r.bad) return false;
+  while (!data.empty()) {
+    Entry e;
+    if (!DecodeNext(&data, &e)) return false;
     visit(e);
   }
+  return true;
+}
+
+bool StoreBatch::DecodeNext(std::string_view* data, Entry* out) {
+  if (data->empty()) return false;
+  Reader r{*data};
+  Entry e{};
+  e.op = static_cast<Op>(r.in.front());
+  r.in.remove_prefix(1);
+  switch (e.op) {
+    case Op::kPutTimer:
+      e.key = r.Bytes();
+      e.deadline_unix_ns = ZigZagDecode(r.Varint());
+      e.ttl_ns = r.Varint();
+      e.interval_ns = r.Varint();
+      e.payload = r.Bytes();
+      break;
+    case Op::kDeleteTimer:
+      e.key = r.Bytes();
+      e.deadline_unix_ns = ZigZagDecode(r.Varint());
+      break;
+    case Op::kPutExpiration:
+    case Op::kPutIncoming:
+      e.delivery_id = r.Varint();
+      e.key = r.Bytes();
+      e.deadline_unix_ns = ZigZagDecode(r.Varint());
+      e.ttl_ns = r.Varint();
+      e.interval_ns = r.Varint();
+      e.payload = r.Bytes();
+      e.fired_at_unix_ns = ZigZagDecode(r.Varint());
+      e.attempt = static_cast<uint32_t>(r.Varint());
+      break;
+    case Op::kDeleteExpiration:
+    case Op::kDeleteIncoming:
+      e.delivery_id = r.Varint();
+      break;
+    default:
+      return false;
+  }
+  if (r.bad) return false;
+  *data = r.in;
+  *out = e;
   return true;
 }
 

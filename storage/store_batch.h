@@ -79,6 +79,10 @@ class StoreBatch {
   // Decodes `data` as data() encoded it, calling `visit` for each operation. False if it is not such an
   // encoding (after visiting the operations before the damage); never aborts, for bytes read from disk.
   static bool ForEachIn(std::string_view data, absl::FunctionRef<void(const Entry&)> visit);
+  // Decodes the first operation of `*data` into `*e` and removes its bytes from `*data` (so the caller can
+  // keep a view of one operation's bytes, and decode it again later with ForEachIn). False if `*data` does
+  // not start with a whole operation (then `*data` and `*e` are unspecified).
+  static bool DecodeNext(std::string_view* data, Entry* e);
 
  private:
   void PutRecord(Op op, uint64_t id, std::string_view key, int64_t deadline_unix_ns, uint64_t ttl_ns,

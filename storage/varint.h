@@ -9,8 +9,10 @@
 // Thread-safety: stateless functions.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -84,6 +86,14 @@ inline bool DecodeFixed64BigEndian(std::string_view in, uint64_t* v) {
   for (char c : in) r = (r << 8) | static_cast<uint8_t>(c);
   *v = r;
   return true;
+}
+
+// The 8 bytes at `p` as a big-endian value (no bounds: the caller has checked there are 8).
+inline uint64_t LoadFixed64BigEndian(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  return v;
 }
 
 }  // namespace lawn::internal
