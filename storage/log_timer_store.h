@@ -20,9 +20,9 @@
 // snapshot, syncs it, switches MANIFEST to it (write, sync, rename, sync the dir) and only then retires the
 // segments it covers. A crash at any point leaves either the old MANIFEST, whose snapshot and log are intact,
 // or the new one. The fold reads only files nobody writes any more and never touches the shards: nothing on
-// the write path waits for it. Its memory is the log it folds (at most about snapshot_log_bytes plus a
-// segment) and a hash map of the records that log touched. A failed snapshot is retried at the next segment;
-// the log meanwhile grows.
+// the write path waits for it. Its memory is the log it folds, mapped (at most about snapshot_log_bytes plus
+// a segment), and an entry per operation in it (storage/log_state.h). A failed snapshot is retried at the
+// next segment; the log meanwhile grows.
 //
 // Thread-safety: every method is thread-safe. Writes are serialized by one mutex (an append to the page
 // cache); concurrent synced writes share one fdatasync (a group commit, outside the mutex).
