@@ -10,25 +10,26 @@
 #include "server/runtime.h"
 #include "server/validation.h"
 #include "spdlog/spdlog.h"
-#include "storage/rocksdb_timer_store.h"
+#include "storage/timer_store.h"
 
 namespace lawn {
 
 namespace {
 
-// Free space a checkpoint needs beyond the guard: SST files are hard links, but the WAL, MANIFEST and
-// OPTIONS files are copied. (The flush of the memtables a checkpoint begins with is within the guard's own
-// reserve of write_buffer_bytes.)
+// Free space a checkpoint needs beyond the guard, checked before one starts: with storage.engine rocksdb, SST
+// files are hard links, but the WAL, MANIFEST and OPTIONS files are copied (the flush of the memtables a
+// checkpoint begins with is within the guard's own reserve of write_buffer_bytes). The log engine checks the
+// exact size of the log it copies itself.
 constexpr uint64_t kCheckpointHeadroomBytes = uint64_t{64} << 20;
 
 std::filesystem::path CheckpointsDir(const std::string& data_dir) {
   std::error_code ec;
-  return std::filesystem::absolute(data_dir, ec) / RocksDbTimerStore::kCheckpointsDir;
+  return std::filesystem::absolute(data_dir, ec) / TimerStore::kCheckpointsDir;
 }
 
 }  // namespace
 
-AdminServiceImpl::AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention,
+AdminServiceImpl::AdminServiceImpl(TimerStore* store, std::string data_dir, uint32_t retention,
                                    Metrics* metrics, const Authenticator& auth, Runtime& runtime)
     : store_(store),
       data_dir_(std::move(data_dir)),
@@ -98,8 +99,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCheckpoint(grpc::CallbackServe
   if (!Admit(*context, raw_request, "CreateCheckpoint", *call)) return call;
   if (store_ == nullptr) {
     return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                  "no store to checkpoint: checkpoints need durability sync or interval with storage.engine "
-                  "rocksdb (durability memory has no store; the log engine has no checkpoints yet)");
+                  "no store to checkpoint: checkpoints need durability sync or interval (durability memory "
+                  "has no store)");
   }
   std::string name = call->request.name();
   if (name.empty()) {

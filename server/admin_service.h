@@ -24,7 +24,7 @@
 namespace lawn {
 
 class Metrics;
-class RocksDbTimerStore;
+class TimerStore;
 class Runtime;
 
 // On Service, not CallbackService: see TimerServiceBase in server/timer_service.h.
@@ -34,7 +34,7 @@ class AdminServiceImpl final
  public:
   // `store` is nullptr in `memory` durability; `metrics` may be nullptr; neither is owned. `retention`: how
   // many checkpoints to keep (0 = all). Every call needs the admin permission of `auth` (not owned).
-  AdminServiceImpl(RocksDbTimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics,
+  AdminServiceImpl(TimerStore* store, std::string data_dir, uint32_t retention, Metrics* metrics,
                    const Authenticator& auth, Runtime& runtime);
   ~AdminServiceImpl() override { Drain(); }
 
@@ -57,7 +57,7 @@ class AdminServiceImpl final
   // Deletes the oldest checkpoints beyond the retention count; returns how many are kept.
   size_t ApplyRetention();
 
-  RocksDbTimerStore* const store_;
+  TimerStore* const store_;
   const std::string data_dir_;
   const uint32_t retention_;
   Metrics* const metrics_;

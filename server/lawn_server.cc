@@ -200,8 +200,8 @@ absl::Status LawnServer::Start() {
   cluster_service_ = std::make_unique<ClusterServiceImpl>(*auth_, cluster_mode);
   // A revoked token or grant also ends the Subscribe streams it opened.
   auth_->SetReloadListener([service = service_.get()] { service->RecheckStreams(); });
-  admin_ = std::make_unique<AdminServiceImpl>(rocksdb, options_.data_dir, options_.checkpoint_retention,
-                                              metrics_.get(), *auth_, *runtime_);
+  admin_ = std::make_unique<AdminServiceImpl>(
+      runtime_->store(), options_.data_dir, options_.checkpoint_retention, metrics_.get(), *auth_, *runtime_);
   grpc::EnableDefaultHealthCheckService(true);
   // Linking alone can be dropped by --as-needed; the explicit call keeps reflection registered.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

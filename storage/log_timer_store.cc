@@ -40,7 +40,6 @@ constexpr std::string_view kCurrentText =
 constexpr char kLogDir[] = "log";
 constexpr char kSnapshotPrefix[] = "snapshot-";
 constexpr char kSnapshotSuffix[] = ".lawnsnap";
-constexpr char kCheckpointsDir[] = "checkpoints";
 constexpr auto kGuardInterval = std::chrono::seconds(1);
 
 // The whole file at `path`; nullopt if it does not exist.
@@ -145,6 +144,10 @@ struct LogTimerStore::Rep {
   uint64_t fold_sequence ABSL_GUARDED_BY(mu) = 0;
   uint64_t fold_segment ABSL_GUARDED_BY(mu) = 0;
   bool stop ABSL_GUARDED_BY(mu) = false;
+  // A checkpoint is copying the snapshot and the log after it: no snapshot starts (its end would retire
+  // those segments); one that comes due meanwhile is started when the checkpoint ends.
+  bool checkpointing ABSL_GUARDED_BY(mu) = false;
+  std::optional<std::pair<uint64_t, uint64_t>> fold_after_checkpoint ABSL_GUARDED_BY(mu);
   absl::CondVar fold_cv;
   Stats stats ABSL_GUARDED_BY(mu);
   std::thread folder;
@@ -216,6 +219,10 @@ struct LogTimerStore::Rep {
   // too (Open calls this for the segment it starts).
   void MaybeFold(uint64_t sequence, uint64_t segment) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (folding || (segment - manifest_segment) * options.segment_bytes < options.snapshot_log_bytes) return;
+    if (checkpointing) {
+      fold_after_checkpoint.emplace(sequence, segment);
+      return;
+    }
     folding = true;
     fold_sequence = sequence;
     fold_segment = segment;
@@ -298,7 +305,60 @@ struct LogTimerStore::Rep {
   absl::Status Fold(const Manifest& from, uint64_t from_segment, uint64_t through, uint64_t through_segment,
                     Manifest* to, uint64_t* bytes);
   void FoldLoop();
+  absl::Status CopyForCheckpoint(const std::string& to, const Manifest& m, uint64_t first_segment,
+                                 uint64_t last_segment, uint64_t last_bytes);
 };
+
+// Writes the checkpoint's files into `to` (a new dir): MANIFEST `m`, its snapshot, segments
+// [first_segment, last_segment] of the log, the last one only up to `last_bytes` (what was appended when the
+// checkpoint began; the reader takes the end of the copy for the log's end). Those segments are complete and
+// unchanging meanwhile: records are only appended after `last_bytes`, and no snapshot retires them.
+absl::Status LogTimerStore::Rep::CopyForCheckpoint(const std::string& to, const Manifest& m,
+                                                   uint64_t first_segment, uint64_t last_segment,
+                                                   uint64_t last_bytes) {
+  const std::string& from = options.path;
+  uint64_t log_bytes = last_bytes;
+  for (uint64_t n = first_segment; n < last_segment; ++n) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(absl::StrCat(log_dir, "/", RoundLogSegmentName(n)), ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("checkpoint: log segment ", n, ": ", ec.message()));
+    log_bytes += size;
+  }
+  LAWN_RETURN_IF_ERROR(AdmitWrite(log_bytes, reserve.load()));
+  std::error_code ec;
+  fs::create_directories(absl::StrCat(to, "/", kLogDir), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("create ", to, ": ", ec.message()));
+  for (uint64_t n = first_segment; n <= last_segment; ++n) {
+    const std::string name = RoundLogSegmentName(n);
+    LAWN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> segment,
+                          MappedFile::Open(absl::StrCat(log_dir, "/", name)));
+    std::string_view bytes = segment->bytes();
+    if (n == last_segment) bytes = bytes.substr(0, last_bytes);
+    LAWN_RETURN_IF_ERROR(WriteNewFile(absl::StrCat(to, "/", kLogDir, "/", name), bytes));
+  }
+  if (!m.snapshot.empty()) {
+    const std::string source = absl::StrCat(from, "/", m.snapshot);
+    const std::string target = absl::StrCat(to, "/", m.snapshot);
+    // Snapshots are never written after their rename, so a link is a copy; another file system needs one.
+    if (::link(source.c_str(), target.c_str()) != 0) {
+      if (errno != EXDEV && errno != EPERM) return FileError("link", target, errno);
+      LAWN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> snapshot, MappedFile::Open(source));
+      LAWN_RETURN_IF_ERROR(AdmitWrite(snapshot->bytes().size(), reserve.load()));
+      LAWN_RETURN_IF_ERROR(WriteNewFile(target, snapshot->bytes()));
+    }
+    LAWN_RETURN_IF_ERROR(WriteNewFile(absl::StrCat(to, "/MANIFEST"),
+                                      absl::StrCat("snapshot ", m.snapshot, " ", m.first_sequence, "\n")));
+  }
+  LAWN_RETURN_IF_ERROR(WriteNewFile(absl::StrCat(to, "/CURRENT"), kCurrentText));
+  LAWN_RETURN_IF_ERROR(WriteNewFile(absl::StrCat(to, "/LAWN_FORMAT"), absl::StrCat(kFormatVersion, "\n")));
+  {
+    absl::MutexLock l(&epoch_mu);
+    LAWN_ASSIGN_OR_RETURN(std::optional<std::string> epoch, ReadWholeFile(absl::StrCat(from, "/boot_epoch")));
+    if (epoch) LAWN_RETURN_IF_ERROR(WriteNewFile(absl::StrCat(to, "/boot_epoch"), *epoch));
+  }
+  LAWN_RETURN_IF_ERROR(SyncDir(absl::StrCat(to, "/", kLogDir)));
+  return SyncDir(to);
+}
 
 // Reads segments [from_segment, through_segment) after `from`'s snapshot and writes the snapshot of the log
 // before `through`. Touches only files nobody writes: those segments were synced and left, and nothing
@@ -517,7 +577,8 @@ absl::StatusOr<uint64_t> LogTimerStore::DataBytes() const {
   fs::recursive_directory_iterator it(rep_->options.path, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code file_ec;
-    if (it.depth() == 0 && it->path().filename() == kCheckpointsDir && it->is_directory(file_ec)) {
+    if (it.depth() == 0 && it->path().filename() == TimerStore::kCheckpointsDir &&
+        it->is_directory(file_ec)) {
       it.disable_recursion_pending();
       continue;
     }
@@ -582,6 +643,45 @@ absl::StatusOr<uint64_t> LogTimerStore::NextBootEpoch() {
   ++epoch;
   LAWN_RETURN_IF_ERROR(ReplaceFile(r.options.path, "boot_epoch", absl::StrCat(epoch, "\n")));
   return epoch;
+}
+
+absl::Status LogTimerStore::Checkpoint(const std::string& dir) {
+  Rep& r = *rep_;
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint dir ", dir, " already exists"));
+  Manifest m;
+  uint64_t first_segment = 0;
+  uint64_t last_segment = 0;
+  uint64_t last_bytes = 0;
+  {
+    absl::MutexLock l(&r.mu);
+    while ((r.folding || r.checkpointing) && r.failed.ok()) r.synced_cv.Wait(&r.mu);
+    LAWN_RETURN_IF_ERROR(r.failed);
+    r.checkpointing = true;
+    m = r.manifest;
+    first_segment = r.manifest_segment;
+    last_segment = r.writer->segment();
+    last_bytes = r.writer->offset();
+  }
+  const std::string tmp = dir + ".tmp";
+  fs::remove_all(tmp, ec);
+  absl::Status status = r.CopyForCheckpoint(tmp, m, first_segment, last_segment, last_bytes);
+  if (status.ok() && ::rename(tmp.c_str(), dir.c_str()) != 0) status = FileError("rename", tmp, errno);
+  if (status.ok()) {
+    const std::string parent = fs::path(dir).parent_path().string();
+    status = SyncDir(parent.empty() ? "." : parent);
+  }
+  if (!status.ok()) fs::remove_all(tmp, ec);
+  absl::MutexLock l(&r.mu);
+  r.checkpointing = false;
+  r.synced_cv.SignalAll();
+  if (r.fold_after_checkpoint) {
+    const auto [sequence, segment] = *r.fold_after_checkpoint;
+    r.fold_after_checkpoint.reset();
+    r.MaybeFold(sequence, segment);
+  }
+  return status;
 }
 
 LogTimerStore::Stats LogTimerStore::stats() const {

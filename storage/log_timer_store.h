@@ -72,6 +72,10 @@ class LogTimerStore final : public TimerStore {
   absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
   BackgroundStats Background() const override;
+  // The snapshot (hard-linked where the file system allows, else copied) and a copy of the log after it up
+  // to the last write before the call, with MANIFEST, the format files and the boot epoch; written under
+  // `dir`.tmp and renamed to `dir` once synced. No snapshot starts meanwhile; writes go on.
+  absl::Status Checkpoint(const std::string& dir) override;
 
   // For tests and metrics.
   struct Stats {

@@ -18,6 +18,24 @@ absl::Status FileError(std::string_view what, std::string_view path, int err) {
   return err == ENOSPC ? absl::ResourceExhaustedError(message) : absl::UnavailableError(message);
 }
 
+absl::Status WriteNewFile(const std::string& path, std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return FileError("create", path, errno);
+  absl::Status status;
+  while (!data.empty() && status.ok()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      status = FileError("write", path, n < 0 ? errno : EIO);
+    } else {
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+  if (status.ok() && ::fdatasync(fd) != 0) status = FileError("fdatasync", path, errno);
+  ::close(fd);
+  return status;
+}
+
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return FileError("open", path, errno);

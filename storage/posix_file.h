@@ -15,6 +15,10 @@ namespace lawn {
 // (ENOSPC), which callers report as such, else UNAVAILABLE.
 absl::Status FileError(std::string_view what, std::string_view path, int err);
 
+// Creates `path` (which must not exist) holding `data`, and fdatasyncs it. The directory entry is not synced
+// (sync the directory once its files are written).
+absl::Status WriteNewFile(const std::string& path, std::string_view data);
+
 // A file mapped read-only, its pages read in by the mmap call itself (MAP_POPULATE): reading a 64 MiB log
 // segment into a fresh buffer took 0.3 s here, most of it page faults on the buffer. The bytes stay valid
 // while the object lives, even if the file is deleted or renamed meanwhile; the file must not be truncated

@@ -70,8 +70,6 @@ class RocksDbTimerStore final : public TimerStore {
   // The storage format version this build reads and writes (meta key "format_version"). Open migrates a
   // store of version 1 (timers keyed by name) to it once, in place (storage/FORMAT.md).
   static constexpr int kFormatVersion = 2;
-  // Subdirectory of the data dir where lawnd puts checkpoints (excluded from DataBytes).
-  static constexpr char kCheckpointsDir[] = "checkpoints";
 
   // Closes the database after syncing the WAL, so that kNoSync writes acknowledged before a clean shutdown
   // survive a later power cut. Waits for running background compactions to stop.
@@ -114,7 +112,7 @@ class RocksDbTimerStore final : public TimerStore {
   // Writes a consistent, openable copy of the store to `dir` (which must not exist), hard-linking SST files
   // where the file system allows it. For backups. Errors: FAILED_PRECONDITION if `dir` exists; UNAVAILABLE on
   // I/O errors.
-  absl::Status Checkpoint(const std::string& dir);
+  absl::Status Checkpoint(const std::string& dir) override;
 
  private:
   struct Rep;

@@ -41,6 +41,9 @@ enum class SyncMode { kSync, kNoSync };
 
 class TimerStore {
  public:
+  // Where lawnd's admin API writes checkpoints, under the data dir; every store leaves it out of DataBytes.
+  static constexpr char kCheckpointsDir[] = "checkpoints";
+
   TimerStore() = default;
   TimerStore(const TimerStore&) = delete;
   TimerStore& operator=(const TimerStore&) = delete;
@@ -99,6 +102,14 @@ class TimerStore {
   // A counter that grows by one on every call and survives restarts (used to make delivery ids unique
   // across restarts). Written synchronously.
   virtual absl::StatusOr<uint64_t> NextBootEpoch() = 0;
+
+  // Writes a consistent, openable copy of the store to `dir` (which must not exist), for backups: what had
+  // been written when the call began, or later. Errors: FAILED_PRECONDITION if `dir` exists or the store has
+  // no checkpoints; RESOURCE_EXHAUSTED if the copy would take the disk below the free-space guard;
+  // UNAVAILABLE on I/O errors.
+  virtual absl::Status Checkpoint(const std::string& dir) {
+    return absl::FailedPreconditionError("checkpoint to " + dir + ": this store has no checkpoints");
+  }
 };
 
 }  // namespace lawn

@@ -196,9 +196,10 @@ TEST(DurabilityTest, HealthIsNotServingUntilRecoveryIsDone) {
   EXPECT_EQ(CheckHealth(channel), grpc::health::v1::HealthCheckResponse::SERVING);
 }
 
-TEST(DurabilityTest, CheckpointIsARestorableBackup) {
+// With each storage engine (`flags` chooses it).
+void CheckpointIsARestorableBackup(const std::vector<std::string>& flags) {
   TempDir dir;
-  LawndProcess lawnd(dir.path() + "/data");
+  LawndProcess lawnd(dir.path() + "/data", flags);
   lawnd.Start();
   auto stub = lawnd.stub();
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(StartTtl(*stub, "bk", "t" + std::to_string(i), milliseconds(3'600'000)).ok());
@@ -219,14 +220,21 @@ TEST(DurabilityTest, CheckpointIsARestorableBackup) {
   ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
   // Restore: a lawnd on (a copy of) the checkpoint has exactly the timers of that moment.
   const std::string restored = dir.path() + "/restored";
-  std::filesystem::copy(dir.path() + "/data/checkpoints/nightly", restored);
-  LawndProcess from_backup(restored);
+  std::filesystem::copy(dir.path() + "/data/checkpoints/nightly", restored,
+                        std::filesystem::copy_options::recursive);
+  LawndProcess from_backup(restored, flags);
   from_backup.Start();
   stub = from_backup.stub();
   EXPECT_EQ(Stats(*stub).pending_timers(), 50u);
   v1::Timer t;
   EXPECT_TRUE(GetTimer(*stub, "bk", "t7", &t).ok());
   EXPECT_EQ(GetTimer(*stub, "bk", "later", &t).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(DurabilityTest, CheckpointIsARestorableBackup) { CheckpointIsARestorableBackup({}); }
+
+TEST(DurabilityTest, CheckpointIsARestorableBackupWithTheLogEngine) {
+  CheckpointIsARestorableBackup({"--storage-engine", "log"});
 }
 
 // A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with

@@ -1,7 +1,7 @@
 // LogTimerStore (storage.engine `log`) beyond the conformance suite: random histories checked against
-// MemoryTimerStore across snapshots and reopens, a data dir of the other engine refused both ways, left-overs
-// of a snapshot cut short, damage to a snapshot, and kill -9 of a writing process at random points (every
-// acknowledged synced write survives).
+// MemoryTimerStore across snapshots and reopens, checkpoints, a data dir of the other engine refused both
+// ways, left-overs of a snapshot cut short, damage to a snapshot, and kill -9 of a writing process at random
+// points (every acknowledged synced write survives).
 #include "storage/log_timer_store.h"
 
 #include <signal.h>
@@ -62,7 +62,50 @@ size_t SegmentFiles(const std::string& data_dir) {
   return n;
 }
 
-// Random batches of every operation, the same to both stores; the log store is reopened now and then, and
+// Random batches of every operation: puts and deletes of timers (also of absent records), expirations and
+// staged records.
+class RandomBatches {
+ public:
+  explicit RandomBatches(uint64_t seed) : rng_(seed) {}
+
+  StoreBatch Next() {
+    StoreBatch b;
+    const int ops = 1 + static_cast<int>(rng_() % 12);
+    for (int i = 0; i < ops; ++i) {
+      const int kind = static_cast<int>(rng_() % 8);
+      const std::string key = Key("ns" + std::to_string(rng_() % 3), "id" + std::to_string(rng_() % 200));
+      const int64_t deadline = static_cast<int64_t>(rng_() % 50) - 10;
+      const std::string payload(rng_() % 40, static_cast<char>('a' + rng_() % 26));
+      if (kind <= 2) {
+        b.PutTimer(key, deadline, rng_() % 5, rng_() % 2, payload);
+        timers_.emplace_back(key, deadline);
+      } else if (kind == 3 && !timers_.empty()) {
+        const auto& [k, d] = timers_[rng_() % timers_.size()];
+        b.DeleteTimer(k, d);
+      } else if (kind == 4) {
+        b.PutExpiration(next_id_, key, deadline, 1, 0, payload, deadline + 1,
+                        static_cast<uint32_t>(rng_() % 3));
+        ids_.push_back(next_id_++);
+      } else if (kind == 5 && !ids_.empty()) {
+        b.DeleteExpiration(ids_[rng_() % ids_.size()]);
+      } else if (kind == 6) {
+        b.PutIncoming(next_id_++, key, deadline, 0, 0, payload, deadline, 0);
+      } else {
+        b.DeleteIncoming(1 + rng_() % next_id_);
+      }
+    }
+    return b;
+  }
+  SyncMode Mode() { return rng_() % 2 ? SyncMode::kSync : SyncMode::kNoSync; }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<std::pair<std::string, int64_t>> timers_;  // Possibly stale: deletes of absent records too.
+  std::vector<uint64_t> ids_;
+  uint64_t next_id_ = 1;
+};
+
+// Random batches, the same to both stores; the log store is reopened now and then, and
 // both must recover the same records in the same order.
 TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   TempDir dir;
@@ -70,38 +113,11 @@ TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
   ASSERT_NE(log, nullptr);
   MemoryTimerStore memory;
-  std::mt19937_64 rng(20261128);
-  std::vector<std::pair<std::string, int64_t>> timers;  // Possibly stale: deletes of absent records too.
-  std::vector<uint64_t> ids;
-  uint64_t next_id = 1;
+  RandomBatches batches(20261128);
   uint64_t snapshots = 0;  // Stats count from each Open.
   for (int round = 0; round < 600; ++round) {
-    StoreBatch b;
-    const int ops = 1 + static_cast<int>(rng() % 12);
-    for (int i = 0; i < ops; ++i) {
-      const int kind = static_cast<int>(rng() % 8);
-      const std::string key = Key("ns" + std::to_string(rng() % 3), "id" + std::to_string(rng() % 200));
-      const int64_t deadline = static_cast<int64_t>(rng() % 50) - 10;
-      const std::string payload(rng() % 40, static_cast<char>('a' + rng() % 26));
-      if (kind <= 2) {
-        b.PutTimer(key, deadline, rng() % 5, rng() % 2, payload);
-        timers.emplace_back(key, deadline);
-      } else if (kind == 3 && !timers.empty()) {
-        const auto& [k, d] = timers[rng() % timers.size()];
-        b.DeleteTimer(k, d);
-      } else if (kind == 4) {
-        b.PutExpiration(next_id, key, deadline, 1, 0, payload, deadline + 1,
-                        static_cast<uint32_t>(rng() % 3));
-        ids.push_back(next_id++);
-      } else if (kind == 5 && !ids.empty()) {
-        b.DeleteExpiration(ids[rng() % ids.size()]);
-      } else if (kind == 6) {
-        b.PutIncoming(next_id++, key, deadline, 0, 0, payload, deadline, 0);
-      } else {
-        b.DeleteIncoming(1 + rng() % next_id);
-      }
-    }
-    const SyncMode mode = rng() % 2 ? SyncMode::kSync : SyncMode::kNoSync;
+    const StoreBatch b = batches.Next();
+    const SyncMode mode = batches.Mode();
     ASSERT_TRUE(log->Write(b, mode).ok());
     ASSERT_TRUE(memory.Write(b, mode).ok());
     if (round % 97 == 96) {
@@ -129,6 +145,50 @@ TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   ASSERT_NE(log, nullptr);
   EXPECT_EQ(Contents(*log), Contents(memory));
   EXPECT_EQ(Incoming(*log), Incoming(memory));
+}
+
+// Checkpoints taken between writes (before any snapshot, and after several) open as stores holding what was
+// written before each one, whatever is written after; a checkpoint into an existing dir is refused.
+TEST(LogTimerStoreTest, CheckpointsOpenAsTheStoreWasWhenTaken) {
+  TempDir dir;
+  const LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  MemoryTimerStore memory;
+  RandomBatches batches(7);
+  struct Taken {
+    std::string path;
+    decltype(Contents(memory)) contents;
+    std::vector<ExpirationCopy> incoming;
+  };
+  std::vector<Taken> taken;
+  for (int round = 0; round < 400; ++round) {
+    const StoreBatch b = batches.Next();
+    const SyncMode mode = batches.Mode();
+    ASSERT_TRUE(log->Write(b, mode).ok());
+    ASSERT_TRUE(memory.Write(b, mode).ok());
+    if (round == 3 || round % 90 == 89) {
+      const std::string path = dir.Sub("checkpoint-" + std::to_string(round));
+      const absl::Status s = log->Checkpoint(path);
+      ASSERT_TRUE(s.ok()) << s;
+      taken.push_back({path, Contents(memory), Incoming(memory)});
+    }
+  }
+  EXPECT_GE(log->stats().snapshots, 3u);
+  const absl::Status again = log->Checkpoint(taken.front().path);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+  log.reset();
+  for (const Taken& t : taken) {
+    LogStoreOptions restored = SmallOptions(t.path);
+    std::unique_ptr<LogTimerStore> store = OpenOrDie(restored);
+    ASSERT_NE(store, nullptr) << t.path;
+    EXPECT_EQ(Contents(*store), t.contents) << t.path;
+    EXPECT_EQ(Incoming(*store), t.incoming) << t.path;
+    // And it is a working store: written to and reopened.
+    StoreBatch more;
+    more.PutTimer(Key("after", "x"), 1, 0, 0, "");
+    ASSERT_TRUE(store->Write(more, SyncMode::kSync).ok());
+  }
 }
 
 TEST(LogTimerStoreTest, RefusesARocksDbDataDirAndRocksDbRefusesItsDir) {
