@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -145,6 +147,71 @@ TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   ASSERT_NE(log, nullptr);
   EXPECT_EQ(Contents(*log), Contents(memory));
   EXPECT_EQ(Incoming(*log), Incoming(memory));
+}
+
+// A checkpoint taken while another thread writes (and snapshots come due: they wait for it, then run) holds
+// a prefix of the writes: every one that returned before the call, none that started after it returned, no
+// gap. The store itself loses nothing meanwhile.
+TEST(LogTimerStoreTest, ACheckpointDuringWritesHoldsAPrefixOfThem) {
+  TempDir dir;
+  const LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  constexpr int kMaxWrites = 1'000'000;  // A bound; the writer stops when told.
+  std::atomic<int> started{0};
+  std::atomic<int> done{0};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> finished{false};
+  std::thread writer([&] {
+    for (int i = 0; i < kMaxWrites && !stop.load(); ++i) {
+      StoreBatch b;
+      b.PutTimer(Key("c", "t" + std::to_string(i)), i, 0, 0, std::string(64, 'p'));
+      started.store(i + 1);
+      if (!log->Write(b, SyncMode::kNoSync).ok()) break;
+      done.store(i + 1);
+    }
+    finished.store(true);
+  });
+  struct Taken {
+    std::string path;
+    int done_before;
+    int started_after;
+  };
+  std::vector<Taken> taken;
+  constexpr int kCheckpoints = 10;
+  for (int n = 0; n < kCheckpoints; ++n) {
+    // At least 200 writes (a few segments, so snapshots too) between checkpoints.
+    const int target = done.load() + 200;
+    while (done.load() < target && !finished.load()) std::this_thread::yield();
+    if (finished.load()) break;
+    Taken t{dir.Sub("checkpoint-" + std::to_string(n)), done.load(), 0};
+    const absl::Status s = log->Checkpoint(t.path);
+    t.started_after = started.load();
+    if (!s.ok()) {
+      ADD_FAILURE() << s;
+      break;
+    }
+    taken.push_back(t);
+  }
+  stop.store(true);
+  writer.join();
+  ASSERT_EQ(done.load(), started.load()) << "a write failed";
+  log->WaitForSnapshot();
+  EXPECT_GT(log->stats().snapshots, 0u);
+  EXPECT_EQ(log->stats().snapshot_failures, 0u) << log->stats().last_error;
+  EXPECT_EQ(Contents(*log).timers.size(), static_cast<size_t>(done.load()));
+  ASSERT_EQ(taken.size(), static_cast<size_t>(kCheckpoints));
+  for (const Taken& t : taken) {
+    std::unique_ptr<LogTimerStore> store = OpenOrDie(SmallOptions(t.path));
+    ASSERT_NE(store, nullptr) << t.path;
+    const std::vector<storage_test::TimerCopy> timers = Contents(*store).timers;
+    EXPECT_GE(static_cast<int>(timers.size()), t.done_before) << t.path;
+    EXPECT_LE(static_cast<int>(timers.size()), t.started_after) << t.path;
+    for (size_t i = 0; i < timers.size(); ++i) {
+      ASSERT_EQ(timers[i].deadline_unix_ns, static_cast<int64_t>(i))
+          << t.path << ": a gap before write " << i;
+    }
+  }
 }
 
 // Checkpoints taken between writes (before any snapshot, and after several) open as stores holding what was
