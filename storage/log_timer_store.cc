@@ -520,14 +520,16 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
   RoundLogOptions log_options;
   log_options.dir = rep->log_dir;
   log_options.segment_bytes = options.segment_bytes;
-  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<RoundLogWriter> writer,
-                        RoundLogWriter::Open(log_options, end.last_segment + 1,
-                                             std::max(end.next_sequence, manifest.first_sequence)));
+  // The segment holding the snapshot's first sequence; the ones below it are spares (or a crash came between
+  // a snapshot and their retirement), one of which the writer's first segment reuses.
+  const uint64_t manifest_segment = first_segment != 0 ? first_segment : end.last_segment + 1;
+  LAWN_ASSIGN_OR_RETURN(
+      std::unique_ptr<RoundLogWriter> writer,
+      RoundLogWriter::Open(log_options, end.last_segment + 1,
+                           std::max(end.next_sequence, manifest.first_sequence), manifest_segment));
   {
     absl::MutexLock l(&rep->mu);
-    rep->manifest_segment = first_segment != 0 ? first_segment : writer->segment();
-    // Segments before the snapshot's log (a crash came between a snapshot and their retirement).
-    LAWN_RETURN_IF_ERROR(writer->RetireBelow(rep->manifest_segment));
+    rep->manifest_segment = manifest_segment;
     rep->synced = writer->next_sequence() - 1;  // Open synced what it read.
     rep->segment_seen = writer->segment();
     rep->manifest = manifest;

@@ -130,7 +130,8 @@ void internal::AppendRoundLogRecord(std::string* out, uint64_t segment, uint64_t
 
 absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const RoundLogOptions& options,
                                                                      uint64_t first_segment,
-                                                                     uint64_t next_sequence) {
+                                                                     uint64_t next_sequence,
+                                                                     uint64_t retired_below) {
   if (options.segment_bytes < kMinSegmentBytes || options.segment_bytes > (uint64_t{1} << 40)) {
     return absl::InvalidArgumentError(
         absl::StrCat("round log segment size ", options.segment_bytes, " bytes; allowed: 4 KiB to 1 TiB"));
@@ -162,6 +163,7 @@ absl::StatusOr<std::unique_ptr<RoundLogWriter>> RoundLogWriter::Open(const Round
   const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return FileError("open", options.dir, errno);
   std::unique_ptr<RoundLogWriter> writer(new RoundLogWriter(options, dir_fd, first_segment, next_sequence));
+  if (retired_below > 0) LAWN_RETURN_IF_ERROR(writer->RetireBelow(retired_below));
   LAWN_RETURN_IF_ERROR(writer->OpenSegment(first_segment, options.segment_bytes));
   return writer;
 }

@@ -80,10 +80,13 @@ class RoundLogWriter {
   // `first_segment` or more must not exist yet (FAILED_PRECONDITION: they would be written over); after a
   // ReadRoundLog, pass end.last_segment + 1 and end.next_sequence. The last existing segment is synced first
   // (what was read from it may have been in the page cache only). The segment is created full size and
-  // synced, with the directory, before Open returns. INVALID_ARGUMENT for a segment size below 4 KiB or
-  // numbers of 0.
+  // synced, with the directory, before Open returns. Segments numbered below `retired_below` (0: none) hold
+  // nothing needed any more, as after RetireBelow(retired_below): the first segment is one of them renamed
+  // when there is one (a restart after a snapshot writes no 64 MiB of zeros), and spares beyond
+  // spare_segments are deleted. INVALID_ARGUMENT for a segment size below 4 KiB or numbers of 0.
   static absl::StatusOr<std::unique_ptr<RoundLogWriter>> Open(const RoundLogOptions& options,
-                                                              uint64_t first_segment, uint64_t next_sequence);
+                                                              uint64_t first_segment, uint64_t next_sequence,
+                                                              uint64_t retired_below = 0);
   ~RoundLogWriter();
   RoundLogWriter(const RoundLogWriter&) = delete;
   RoundLogWriter& operator=(const RoundLogWriter&) = delete;

@@ -259,6 +259,40 @@ TEST(RoundLogTest, AReusedSegmentsStaleRecordsAreNotRead) {
   EXPECT_EQ(read.end.next_sequence, next);
 }
 
+// A writer reopened with retired_below takes its first segment from the spares (renamed, not written with
+// zeros), deletes spares beyond spare_segments, and the log reads back as before.
+TEST(RoundLogTest, AReopenedWriterReusesARetiredSegment) {
+  TempDir tmp;
+  RoundLogOptions options = Options(tmp.path());
+  options.spare_segments = 2;
+  uint64_t last = 0;
+  uint64_t next = 0;
+  {
+    auto writer = RoundLogWriter::Open(options, 1, 1);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    AppendUntil(**writer, 81);
+    last = (*writer)->segment();
+    next = (*writer)->next_sequence();
+    ASSERT_TRUE((*writer)->Sync().ok());
+  }
+  ASSERT_GE(last, 5u);
+  // A snapshot covers every record written: segments 1 .. last are no longer needed. The two newest stay as
+  // spares, and the older of them becomes the new writer's first segment.
+  auto writer = RoundLogWriter::Open(options, last + 1, next, last + 1);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (uint64_t n = 1; n <= last - 2; ++n)
+    EXPECT_FALSE(std::filesystem::exists(SegmentPath(tmp.path(), n))) << n;
+  EXPECT_FALSE(std::filesystem::exists(SegmentPath(tmp.path(), last - 1)));  // Renamed to last + 1.
+  EXPECT_TRUE(std::filesystem::exists(SegmentPath(tmp.path(), last)));
+  EXPECT_EQ(std::filesystem::file_size(SegmentPath(tmp.path(), last + 1)), kSegmentBytes);
+  AppendUntil(**writer, next + 2);
+  ASSERT_TRUE((*writer)->Sync().ok());
+  Read read = ReadAll(tmp.path(), next);
+  ASSERT_TRUE(read.status.ok()) << read.status;
+  EXPECT_EQ(read.sequences, Range(next, next + 1));
+  EXPECT_EQ(read.end.next_sequence, next + 2);
+}
+
 TEST(RoundLogTest, OpenRefusesToWriteOverAnExistingSegmentAndBadArguments) {
   TempDir tmp;
   {
