@@ -42,7 +42,7 @@ constexpr Flag kFlags[] = {
     {"log-level", "log_level", "LEVEL", "trace, debug, info, warn, error, critical or off"},
     {"log-format", "log_format", "FORMAT", "text or json"},
     {"durability", "durability", "MODE", "sync, interval or memory"},
-    {"storage-engine", "storage.engine", "ENGINE", "durable modes' store: rocksdb or log (format 3)"},
+    {"storage-engine", "storage.engine", "ENGINE", "durable modes' store: auto, rocksdb or log"},
     {"tick", "tick", "DURATION", "timing wheel granularity, 1us..1s, e.g. 1ms"},
     {"cluster-etcd-endpoints", "cluster.etcd_endpoints", "LIST",
      "cluster mode: etcd host:port, comma-separated"},

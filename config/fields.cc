@@ -29,7 +29,7 @@ constexpr uint64_t Nanos(nanoseconds duration) { return static_cast<uint64_t>(du
 
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 constexpr std::string_view kLogFormats[] = {"text", "json"};
-constexpr std::string_view kStorageEngines[] = {"rocksdb", "log"};
+constexpr std::string_view kStorageEngines[] = {"auto", "rocksdb", "log"};
 
 // Ranges: config/REFERENCE.md repeats them for users; keep both in step.
 constexpr Field kFields[] = {

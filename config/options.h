@@ -162,10 +162,12 @@ struct Options {
   // 0 disables the check. Default 268435456 (256 MiB).
   uint64_t min_free_disk_bytes = uint64_t{256} * 1024 * 1024;
 
-  // Where durable modes keep timers: "rocksdb" (storage format 2, one RocksDB record per timer) or "log"
-  // (storage format 3: a round log of lawnd's own, folded into snapshots; docs/durable-log.md). A data dir
-  // holds one or the other; neither opens the other's. Flag --storage-engine. Default "rocksdb".
-  std::string storage_engine = "rocksdb";
+  // Where durable modes keep timers: "rocksdb" (storage format 2, one RocksDB record per timer), "log"
+  // (storage format 3: a round log of lawnd's own, folded into snapshots; docs/durable-log.md), or "auto":
+  // the engine of the store the data dir holds, "log" for a new data dir (so a data dir written before "auto"
+  // was the default keeps its RocksDB store). A data dir holds one or the other; neither opens the other's.
+  // Flag --storage-engine. Default "auto".
+  std::string storage_engine = "auto";
 
   // Memory RocksDB keeps recent writes in before flushing them to files (all column families together; a
   // restart replays at most about this much WAL). Large enough by default that a burst of a million

@@ -116,6 +116,21 @@ void SetHealth(grpc::Server* server, bool serving, bool alive) {
   health->SetServingStatus(kLivenessService, alive);
 }
 
+// The engine storage.engine names, `auto` resolved: the one the data dir holds, `log` for a new data dir (and
+// `rocksdb` with a StoreOpener, which opens RocksDB stores). Says which it took and why in the log.
+absl::StatusOr<std::string> ChooseEngine(const Options& options, bool rocksdb_opener) {
+  if (options.storage_engine != "auto") return options.storage_engine;
+  if (rocksdb_opener) return std::string("rocksdb");
+  absl::StatusOr<DataDirStore> holds = InspectDataDir(options.data_dir);
+  if (!holds.ok()) return holds.status();
+  const bool rocksdb = *holds == DataDirStore::kRocksDb;
+  spdlog::info("storage.engine auto: {} ({})", rocksdb ? "rocksdb" : "log",
+               *holds == DataDirStore::kNone ? "a new data dir"
+                                             : (rocksdb ? "the data dir holds a RocksDB store (format 1 or 2)"
+                                                        : "the data dir holds storage format 3"));
+  return std::string(rocksdb ? "rocksdb" : "log");
+}
+
 }  // namespace
 
 LawnServer::LawnServer(const Options& options, StoreOpener open_store)
@@ -129,7 +144,13 @@ absl::Status LawnServer::Start() {
   std::unique_ptr<TimerStore> store;
   RocksDbTimerStore* rocksdb = nullptr;
   const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
-  if (options_.durability != Durability::kMemory && options_.storage_engine == "log") {
+  std::string engine = "memory";
+  if (options_.durability != Durability::kMemory) {
+    absl::StatusOr<std::string> chosen = ChooseEngine(options_, open_store_ != nullptr);
+    if (!chosen.ok()) return chosen.status();
+    engine = *chosen;
+  }
+  if (engine == "log") {
     LogStoreOptions log_options;
     log_options.path = options_.data_dir;
     log_options.min_free_disk_bytes = options_.min_free_disk_bytes;
@@ -138,7 +159,7 @@ absl::Status LawnServer::Start() {
     spdlog::info("data dir {}: storage format {} (storage.engine: log)", log_options.path,
                  LogTimerStore::kFormatVersion);
     store = std::move(*opened);
-  } else if (options_.durability != Durability::kMemory) {
+  } else if (engine == "rocksdb") {
     RocksDbStoreOptions store_options;
     store_options.path = options_.data_dir;
     store_options.staging = cluster_mode;  // Partition hand-overs stage expirations there.

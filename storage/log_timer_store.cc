@@ -447,6 +447,12 @@ void LogTimerStore::Rep::FoldLoop() {
   }
 }
 
+absl::StatusOr<DataDirStore> InspectDataDir(const std::string& path) {
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(path + "/CURRENT"));
+  if (!current) return DataDirStore::kNone;
+  return *current == kCurrentText ? DataDirStore::kLog : DataDirStore::kRocksDb;
+}
+
 LogTimerStore::LogTimerStore(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 LogTimerStore::~LogTimerStore() {
@@ -477,7 +483,7 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
         "data dir ", dir,
         " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb); storage.engine: "
         "log cannot open it, and no migration between the two is built: use storage.engine: "
-        "rocksdb for it, or an empty data dir"));
+        "rocksdb or auto for it, or an empty data dir"));
   }
   LAWN_ASSIGN_OR_RETURN(std::optional<std::string> format, ReadWholeFile(dir + "/LAWN_FORMAT"));
   if (format && *format != absl::StrCat(kFormatVersion, "\n")) {

@@ -49,6 +49,13 @@ struct LogStoreOptions {
   uint64_t snapshot_log_bytes = uint64_t{128} << 20;  // Log since the last snapshot that starts the next one.
 };
 
+// What a data dir holds, for storage.engine `auto`, which keeps the engine a data dir was written with (lawnd
+// never converts one) and takes `log` for a new one.
+enum class DataDirStore { kNone, kLog, kRocksDb };
+// kLog if `path`'s CURRENT names storage format 3; kRocksDb if it has another CURRENT (RocksDB's, formats 1
+// and 2); kNone if it has none (a missing or new data dir). UNAVAILABLE if CURRENT exists and cannot be read.
+absl::StatusOr<DataDirStore> InspectDataDir(const std::string& path);
+
 class LogTimerStore final : public TimerStore {
  public:
   static constexpr int kFormatVersion = 3;

@@ -288,7 +288,7 @@ TEST(ConfigTest, DescribeOptionsShowsValuesInConfigSyntax) {
   const std::string line = DescribeOptions(Options{});
   for (const char* pair : {"listen=127.0.0.1:7070 ", "tick=1ms ", "max_payload_bytes=64KiB ",
                            "ack_timeout=30s ", "durability=sync ", "min_free_disk_bytes=256MiB ",
-                           "storage.engine=rocksdb ", "write_buffer_bytes=256MiB ", "log_level=info "}) {
+                           "storage.engine=auto ", "write_buffer_bytes=256MiB ", "log_level=info "}) {
     EXPECT_NE(line.find(pair), std::string::npos) << pair << " in " << line;
   }
 }

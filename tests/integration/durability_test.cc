@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <string>
@@ -52,6 +53,42 @@ TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
   }
   EXPECT_EQ(Stats(*stub).pending_timers(), 200u);
   EXPECT_NE(lawnd.Log().find("recovery done: 200 timers"), std::string::npos);
+}
+
+// storage.engine auto, the default: a new data dir gets the log engine (storage format 3), which a restart
+// keeps; a data dir a RocksDB lawnd wrote (format 2, every data dir before auto) keeps RocksDB, and its
+// timers.
+TEST(DurabilityTest, TheDefaultEngineIsTheLogForANewDataDirAndRocksDbForARocksDbOne) {
+  TempDir dir;
+  v1::Timer t;
+  LawndProcess fresh(dir.path() + "/new");
+  fresh.Start();
+  EXPECT_NE(fresh.Log().find("storage.engine auto: log (a new data dir)"), std::string::npos) << fresh.Log();
+  ASSERT_TRUE(StartTtl(*fresh.stub(), "auto", "t", milliseconds(3'600'000)).ok());
+  fresh.Kill();
+  std::ifstream format(dir.path() + "/new/LAWN_FORMAT");
+  std::string version;
+  format >> version;
+  EXPECT_EQ(version, "3");
+  fresh.Start();
+  EXPECT_NE(fresh.Log().find("storage.engine auto: log (the data dir holds storage format 3)"),
+            std::string::npos)
+      << fresh.Log();
+  EXPECT_TRUE(GetTimer(*fresh.stub(), "auto", "t", &t).ok());
+
+  {
+    LawndProcess old(dir.path() + "/old", {"--storage-engine", "rocksdb"});
+    old.Start();
+    ASSERT_TRUE(StartTtl(*old.stub(), "auto", "r", milliseconds(3'600'000)).ok());
+    old.Kill();
+  }
+  LawndProcess upgraded(dir.path() + "/old");
+  upgraded.Start();
+  EXPECT_NE(upgraded.Log().find("storage.engine auto: rocksdb (the data dir holds a RocksDB store"),
+            std::string::npos)
+      << upgraded.Log();
+  EXPECT_TRUE(GetTimer(*upgraded.stub(), "auto", "r", &t).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/old/LAWN_FORMAT"));
 }
 
 TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
@@ -233,36 +270,43 @@ void CheckpointIsARestorableBackup(const std::vector<std::string>& flags) {
 
 TEST(DurabilityTest, CheckpointIsARestorableBackup) { CheckpointIsARestorableBackup({}); }
 
-TEST(DurabilityTest, CheckpointIsARestorableBackupWithTheLogEngine) {
-  CheckpointIsARestorableBackup({"--storage-engine", "log"});
+TEST(DurabilityTest, CheckpointIsARestorableBackupWithTheRocksDbEngine) {
+  CheckpointIsARestorableBackup({"--storage-engine", "rocksdb"});
 }
 
-// A disk that really fills: a small tmpfs (needs root, as in CI). Writes are refused with
-// RESOURCE_EXHAUSTED before RocksDB could hit ENOSPC (the guard keeps min_free_disk_bytes plus 32 MiB of
-// round headroom free), and so are checkpoints; lawnd stays up; after the disk grows, writes work and
-// every acknowledged timer is still there, also after a restart.
-TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
+// A disk that really fills: a small tmpfs (needs root, as in CI), with each engine. Writes are refused with
+// RESOURCE_EXHAUSTED before the store could hit ENOSPC (RocksDB would abort: the guard keeps
+// min_free_disk_bytes, the memtables' flush and 32 MiB of round headroom free; the log keeps
+// min_free_disk_bytes, a segment and the snapshot's size), and so are checkpoints; lawnd stays up; after the
+// disk grows, writes work and every acknowledged timer is still there, also after a restart.
+void FullDiskRefusesWritesAndLosesNothing(const std::string& engine) {
+  const bool rocksdb = engine == "rocksdb";
   TempDir dir;
   const std::string mnt = dir.path() + "/small";
-  SmallTmpfs disk(mnt, "160m");
+  // The log engine preallocates 64 MiB segments and keeps room for the next one and the next snapshot.
+  SmallTmpfs disk(mnt, rocksdb ? "160m" : "400m");
   if (!disk.mounted()) GTEST_SKIP() << disk.why();
   // A small write buffer: RocksDB preallocates each WAL file at ~0.55x write_buffer_bytes, which the default
   // (256 MiB) would take most of this disk for.
   const std::string config =
-      WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n");
-  LawndProcess lawnd(mnt + "/data", {"--config", config});
+      WriteFile(dir.path() + "/lawn.yaml", rocksdb ? "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n"
+                                                   : "min_free_disk_bytes: 8MiB\n");
+  LawndProcess lawnd(mnt + "/data", {"--config", config, "--storage-engine", engine});
   lawnd.Start();
   auto stub = lawnd.stub();
   std::vector<std::string> acked;
   const grpc::Status refused = FillUntilRefused(*stub, "full", 1, &acked);
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   EXPECT_NE(refused.error_message().find("min_free_disk_bytes"), std::string::npos) << refused.error_message();
-  EXPECT_NE(refused.error_message().find("write_buffer_bytes"), std::string::npos) << refused.error_message();
+  EXPECT_NE(refused.error_message().find(rocksdb ? "write_buffer_bytes" : "next log segment"),
+            std::string::npos)
+      << refused.error_message();
   ASSERT_GT(acked.size(), 10u);
-  // The guard keeps room to flush every memtable on top of min_free_disk_bytes: 8 + 16 MiB here.
+  // The guard keeps room to flush every memtable (RocksDB), or for the next segment (the log), on top of
+  // min_free_disk_bytes: 8 + 16 or 8 + 64 MiB here.
   struct statvfs st;
   ASSERT_EQ(statvfs(mnt.c_str(), &st), 0);
-  EXPECT_GE(static_cast<uint64_t>(st.f_bavail) * st.f_frsize, uint64_t{24} << 20);
+  EXPECT_GE(static_cast<uint64_t>(st.f_bavail) * st.f_frsize, uint64_t{rocksdb ? 24u : 72u} << 20);
   // Still alive and answering reads.
   v1::Timer t;
   EXPECT_TRUE(GetTimer(*stub, "full", acked.front(), &t).ok());
@@ -278,7 +322,7 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
     EXPECT_FALSE(std::filesystem::exists(mnt + "/data/checkpoints/on-full-disk"));
   }
   // Space returns.
-  ASSERT_TRUE(disk.Resize("512m"));
+  ASSERT_TRUE(disk.Resize(rocksdb ? "512m" : "1g"));
   ASSERT_TRUE(WaitFor([&] { return StartTtl(*stub, "full", "after", milliseconds(3'600'000)).ok(); }));
   for (const std::string& id : acked) ASSERT_TRUE(GetTimer(*stub, "full", id, &t).ok()) << id;
   lawnd.Kill();
@@ -286,6 +330,12 @@ TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) {
   stub = lawnd.stub();
   for (const std::string& id : acked) ASSERT_TRUE(GetTimer(*stub, "full", id, &t).ok()) << id;
   EXPECT_TRUE(GetTimer(*stub, "full", "after", &t).ok());
+}
+
+TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothing) { FullDiskRefusesWritesAndLosesNothing("log"); }
+
+TEST(DurabilityTest, FullDiskRefusesWritesAndLosesNothingWithTheRocksDbEngine) {
+  FullDiskRefusesWritesAndLosesNothing("rocksdb");
 }
 
 }  // namespace

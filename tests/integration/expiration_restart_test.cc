@@ -177,12 +177,12 @@ TEST_P(ExpirationRestartTest, AKeyStartedAgainBeforeTheAckKeepsTheExpirationAndT
 }
 
 INSTANTIATE_TEST_SUITE_P(DurableModes, ExpirationRestartTest,
-                         ::testing::Values("sync", "interval", "sync-log", "interval-log"),
+                         ::testing::Values("sync", "interval", "sync-rocksdb", "interval-rocksdb"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name(info.param);
-                           return name == "sync-log"       ? std::string("SyncLog")
-                                  : name == "interval-log" ? std::string("IntervalLog")
-                                                           : name;
+                           return name == "sync-rocksdb"       ? std::string("SyncRocksDb")
+                                  : name == "interval-rocksdb" ? std::string("IntervalRocksDb")
+                                                               : name;
                          });
 
 }  // namespace

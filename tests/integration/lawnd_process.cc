@@ -306,11 +306,15 @@ bool SmallTmpfs::Resize(const std::string& size) {
 }
 
 std::vector<std::string> DurableModeFlags(std::string_view mode) {
-  constexpr std::string_view kLog = "-log";
-  const bool log = mode.size() > kLog.size() && mode.substr(mode.size() - kLog.size()) == kLog;
-  if (log) mode.remove_suffix(kLog.size());
+  std::string engine;
+  for (std::string_view suffix : {"-log", "-rocksdb"}) {
+    if (mode.size() > suffix.size() && mode.substr(mode.size() - suffix.size()) == suffix) {
+      engine = suffix.substr(1);
+      mode.remove_suffix(suffix.size());
+    }
+  }
   std::vector<std::string> flags = {"--durability", std::string(mode)};
-  if (log) flags.insert(flags.end(), {"--storage-engine", "log"});
+  if (!engine.empty()) flags.insert(flags.end(), {"--storage-engine", engine});
   return flags;
 }
 

@@ -144,7 +144,8 @@ class SmallTmpfs {
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
 // Command-line flags for a durable mode named as the parameterized tests name them: "sync" or "interval",
-// optionally with "-log" for storage.engine log (e.g. "sync-log"); without it, the default engine (rocksdb).
+// optionally with "-log" or "-rocksdb" for that storage.engine (e.g. "sync-rocksdb"); without either, the
+// default (auto: log, for the tests' new data dirs).
 std::vector<std::string> DurableModeFlags(std::string_view mode);
 
 }  // namespace lawn::testing

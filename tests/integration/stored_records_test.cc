@@ -32,7 +32,8 @@ TEST(StoredRecordsTest, EachPendingTimerHasOneRecordAtTheDeadlineLawndAnswered) 
   const std::string data = dir.path() + "/data";
   // An outbox of 2 per namespace: the recurring timer's later firings are skipped (re-armed only).
   const std::string config = WriteFile(dir.path() + "/lawn.yaml", "max_outbox_per_namespace: 2\n");
-  LawndProcess lawnd(data, {"--config", config, "--shards", "2"});
+  // RocksDB (format 2): the test reads its records beneath lawnd.
+  LawndProcess lawnd(data, {"--config", config, "--shards", "2", "--storage-engine", "rocksdb"});
   lawnd.Start();
   std::unique_ptr<LawnClient> client = LawnClient::Connect(lawnd.address());
 
@@ -93,7 +94,7 @@ TEST(StoredRecordsTest, EachPendingTimerHasOneRecordAtTheDeadlineLawndAnswered) 
 TEST(StoredRecordsTest, RecoveryRepairsATimerStoredTwiceAndOneWithoutAMonotonicDeadline) {
   TempDir dir;
   const std::string data = dir.path() + "/data";
-  LawndProcess lawnd(data, {"--shards", "2"});
+  LawndProcess lawnd(data, {"--shards", "2", "--storage-engine", "rocksdb"});  // Records written beneath it.
   lawnd.Start();
   std::unique_ptr<LawnClient> client = LawnClient::Connect(lawnd.address());
   absl::StatusOr<v1::Timer> twice = client->StartTimer("rec", "twice", hours(1), "p");

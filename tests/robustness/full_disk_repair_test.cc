@@ -26,7 +26,9 @@ TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRoun
   const std::string data = mnt + "/data";
   const std::string config =
       WriteFile(dir.path() + "/lawn.yaml", "min_free_disk_bytes: 8MiB\nwrite_buffer_bytes: 16MiB\n");
-  LawndProcess lawnd(data, {"--config", config});
+  // RocksDB (format 2): the test writes records beneath lawnd; the later starts keep it (storage.engine
+  // auto).
+  LawndProcess lawnd(data, {"--config", config, "--storage-engine", "rocksdb"});
   lawnd.Start();
   auto stub = lawnd.stub();
   ASSERT_TRUE(StartTtl(*stub, "rec", "twice", milliseconds(3'600'000)).ok());

@@ -260,11 +260,14 @@ TEST(LogTimerStoreTest, CheckpointsOpenAsTheStoreWasWhenTaken) {
 
 TEST(LogTimerStoreTest, RefusesARocksDbDataDirAndRocksDbRefusesItsDir) {
   TempDir dir;
+  EXPECT_EQ(InspectDataDir(dir.Sub("missing")).value(), DataDirStore::kNone);
+  EXPECT_EQ(InspectDataDir(dir.path()).value(), DataDirStore::kNone);
   {
     RocksDbStoreOptions options;
     options.path = dir.Sub("rocks");
     ASSERT_TRUE(RocksDbTimerStore::Open(options).ok());
   }
+  EXPECT_EQ(InspectDataDir(dir.Sub("rocks")).value(), DataDirStore::kRocksDb);
   absl::StatusOr<std::unique_ptr<LogTimerStore>> log = LogTimerStore::Open(SmallOptions(dir.Sub("rocks")));
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.status().code(), absl::StatusCode::kFailedPrecondition) << log.status();
@@ -276,6 +279,7 @@ TEST(LogTimerStoreTest, RefusesARocksDbDataDirAndRocksDbRefusesItsDir) {
     b.PutTimer(Key("ns", "a"), 1, 0, 0, "");
     ASSERT_TRUE(made->Write(b, SyncMode::kSync).ok());
   }
+  EXPECT_EQ(InspectDataDir(dir.Sub("log")).value(), DataDirStore::kLog);
   RocksDbStoreOptions options;
   options.path = dir.Sub("log");
   EXPECT_FALSE(RocksDbTimerStore::Open(options).ok());
