@@ -161,6 +161,18 @@ Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::
            .Help("Snapshots storage.engine log failed to write (retried; its log grows meanwhile)")
            .Register(*registry_)
            .Add({});
+  store_log_bytes_ = &prometheus::BuildGauge()
+                          .Name("lawn_store_log_bytes")
+                          .Help(
+                              "storage.engine log: bytes of log since the last snapshot, what a restart "
+                              "replays (0 with rocksdb)")
+                          .Register(*registry_)
+                          .Add({});
+  store_snapshot_bytes_ = &prometheus::BuildGauge()
+                               .Name("lawn_store_snapshot_bytes")
+                               .Help("storage.engine log: size of the last snapshot (0 with rocksdb)")
+                               .Register(*registry_)
+                               .Add({});
   data_dir_bytes_ = &prometheus::BuildGauge()
                          .Name("lawn_data_dir_bytes")
                          .Help("Bytes of the files in the data directory")

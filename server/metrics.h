@@ -82,6 +82,8 @@ class Metrics {
   prometheus::Gauge& data_dir_bytes() { return *data_dir_bytes_; }
   prometheus::Counter& store_snapshots() { return *store_snapshots_; }
   prometheus::Counter& store_snapshot_failures() { return *store_snapshot_failures_; }
+  prometheus::Gauge& store_log_bytes() { return *store_log_bytes_; }
+  prometheus::Gauge& store_snapshot_bytes() { return *store_snapshot_bytes_; }
   prometheus::Gauge& outbox(const std::string& ns);
   prometheus::Gauge& subscribers(const std::string& ns);
   // Removes a forgotten namespace's series.
@@ -130,6 +132,8 @@ class Metrics {
   prometheus::Gauge* data_dir_bytes_;
   prometheus::Counter* store_snapshots_;
   prometheus::Counter* store_snapshot_failures_;
+  prometheus::Gauge* store_log_bytes_;
+  prometheus::Gauge* store_snapshot_bytes_;
   prometheus::Family<prometheus::Gauge>* outbox_family_;
   prometheus::Family<prometheus::Gauge>* subscribers_family_;
   prometheus::Family<prometheus::Counter>* auth_denials_family_;

@@ -112,6 +112,8 @@ void Runtime::UpdateMetrics(bool with_disk) {
       metrics_->store_snapshots().Increment(static_cast<double>(stats.snapshots - store_seen_.snapshots));
       metrics_->store_snapshot_failures().Increment(
           static_cast<double>(stats.snapshot_failures - store_seen_.snapshot_failures));
+      metrics_->store_log_bytes().Set(static_cast<double>(stats.log_bytes));
+      metrics_->store_snapshot_bytes().Set(static_cast<double>(stats.snapshot_bytes));
     }
     store_seen_ = stats;
   }

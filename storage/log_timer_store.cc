@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -137,6 +138,28 @@ struct LogTimerStore::Rep {
   // Free space the guard keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
   // next rotation and the next snapshot). Read on the write path without mu.
   std::atomic<uint64_t> reserve{0};
+  uint64_t snapshot_bytes ABSL_GUARDED_BY(mu) = 0;  // Of the snapshot in force.
+  // The staging area (kIncoming records: each one's operation, encoded), by staging id, from the first
+  // Recover on, which reads it; Write keeps it from then. ForEachIncoming (a cluster member's settle, at each
+  // change of the partition map) reads it here: reading it from the files means folding the whole store, and
+  // doing that under mu stalled every write for as long (seconds per million timers).
+  std::optional<std::map<uint64_t, std::string>> incoming ABSL_GUARDED_BY(mu);
+
+  // Applies the staging-area operations of `batch` (just written) to `incoming`, when it is kept.
+  void NoteIncoming(const StoreBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!incoming || !batch.has_incoming()) return;
+    std::string_view rest = batch.data();
+    StoreBatch::Entry e;
+    while (!rest.empty()) {
+      const char* begin = rest.data();
+      if (!StoreBatch::DecodeNext(&rest, &e)) return;  // Not reached: the batch encoded itself.
+      if (e.op == StoreBatch::Op::kPutIncoming) {
+        (*incoming)[e.delivery_id].assign(begin, static_cast<size_t>(rest.data() - begin));
+      } else if (e.op == StoreBatch::Op::kDeleteIncoming) {
+        incoming->erase(e.delivery_id);
+      }
+    }
+  }
   uint64_t segment_seen ABSL_GUARDED_BY(mu) = 0;
   // A snapshot requested or in progress: of the log before `fold_sequence`, the first record of
   // `fold_segment`.
@@ -435,6 +458,7 @@ void LogTimerStore::Rep::FoldLoop() {
     manifest = to;
     manifest_segment = through_segment;
     reserve.store(options.segment_bytes + bytes);
+    snapshot_bytes = bytes;
     ++stats.snapshots;
     // The segments before the new snapshot's are no longer needed; nor is the old snapshot.
     if (absl::Status retired = writer->RetireBelow(through_segment); !retired.ok()) {
@@ -542,6 +566,7 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
     const uint64_t snapshot_bytes =
         manifest.snapshot.empty() ? 0 : fs::file_size(absl::StrCat(dir, "/", manifest.snapshot), ec);
     rep->reserve.store(options.segment_bytes + (ec ? 0 : snapshot_bytes));
+    rep->snapshot_bytes = ec ? 0 : snapshot_bytes;
     rep->writer = std::move(writer);
     rep->opened_delta = std::move(delta);
     rep->fold_after_open.emplace(rep->writer->next_sequence(), rep->writer->segment());
@@ -565,6 +590,7 @@ absl::Status LogTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
     return absl::IsInvalidArgument(sequence.status()) ? sequence.status() : r.Fail(sequence.status());
   }
   r.NoteAppend(*sequence);
+  r.NoteIncoming(batch);
   if (mode == SyncMode::kNoSync || !batch.needs_sync()) return absl::OkStatus();
   return r.SyncThrough(*sequence);
 }
@@ -601,6 +627,7 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
                                     absl::FunctionRef<bool(const absl::Status&)> on_corrupt) {
   Rep& r = *rep_;
   absl::MutexLock l(&r.mu);
+  std::map<uint64_t, std::string> incoming;
   const absl::Status status = r.ForEachRecord(
       [&](std::string_view key, const StoreBatch::Entry& e) {
         StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
@@ -611,12 +638,18 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
           case Family::kExpirations:
             on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
             break;
-          case Family::kIncoming:
+          case Family::kIncoming: {
+            StoreBatch put;
+            put.PutIncoming(e.delivery_id, e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload,
+                            e.fired_at_unix_ns, e.attempt);
+            incoming[e.delivery_id] = std::string(put.data());
             break;
+          }
         }
         return absl::OkStatus();
       },
       on_corrupt);
+  if (status.ok()) r.incoming = std::move(incoming);
   // The log read into memory is freed: give it back to the system rather than keep it in malloc's pools for
   // the life of the process (it was about the size of the state recovered).
   ::malloc_trim(0);
@@ -627,13 +660,22 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
 absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
   Rep& r = *rep_;
   absl::MutexLock l(&r.mu);
+  auto visit = [&](const StoreBatch::Entry& e) {
+    on_staged(StoredExpiration{e.delivery_id,
+                               StoredTimer{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload},
+                               e.fired_at_unix_ns, e.attempt});
+  };
+  if (r.incoming) {
+    for (const auto& [id, op] : *r.incoming) {
+      std::string_view rest = op;
+      StoreBatch::Entry e;
+      if (StoreBatch::DecodeNext(&rest, &e)) visit(e);
+    }
+    return absl::OkStatus();
+  }
   return r.ForEachRecord(
       [&](std::string_view key, const StoreBatch::Entry& e) {
-        if (logstore::FamilyOf(key) == Family::kIncoming) {
-          on_staged(StoredExpiration{
-              e.delivery_id, StoredTimer{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload},
-              e.fired_at_unix_ns, e.attempt});
-        }
+        if (logstore::FamilyOf(key) == Family::kIncoming) visit(e);
         return absl::OkStatus();
       },
       [](const absl::Status&) { return false; });
@@ -702,7 +744,10 @@ LogTimerStore::Stats LogTimerStore::stats() const {
 
 TimerStore::BackgroundStats LogTimerStore::Background() const {
   absl::MutexLock l(&rep_->mu);
-  return BackgroundStats{rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error};
+  return BackgroundStats{rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error,
+                         (rep_->writer->segment() - rep_->manifest_segment) * rep_->options.segment_bytes +
+                             rep_->writer->offset(),
+                         rep_->snapshot_bytes};
 }
 
 void LogTimerStore::WaitForSnapshot() {

@@ -94,6 +94,7 @@ void StoreBatch::PutIncoming(uint64_t staging_id, std::string_view key, int64_t 
                              uint32_t attempt) {
   PutRecord(Op::kPutIncoming, staging_id, key, deadline_unix_ns, ttl_ns, interval_ns, payload, fired_at_unix_ns,
             attempt);
+  has_incoming_ = true;
 }
 
 void StoreBatch::DeleteIncoming(uint64_t staging_id) {
@@ -101,6 +102,7 @@ void StoreBatch::DeleteIncoming(uint64_t staging_id) {
   AppendVarint(&rep_, staging_id);
   ++count_;
   needs_sync_ = true;  // Unlike an ack: a staged record that came back would be adopted a second time.
+  has_incoming_ = true;
 }
 
 void StoreBatch::ForEach(absl::FunctionRef<void(const Entry&)> visit) const {

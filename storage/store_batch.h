@@ -57,18 +57,22 @@ class StoreBatch {
     rep_.append(other.rep_);
     count_ += other.count_;
     needs_sync_ = needs_sync_ || other.needs_sync_;
+    has_incoming_ = has_incoming_ || other.has_incoming_;
   }
 
   void Clear() {
     rep_.clear();
     count_ = 0;
     needs_sync_ = false;
+    has_incoming_ = false;
   }
   bool empty() const { return count_ == 0; }
   // Whether a `sync` write of this batch must reach stable storage before it is acknowledged: false when it
   // holds only expiration deletes (acks), whose loss in a crash means a redelivery, which at-least-once allows.
   bool needs_sync() const { return needs_sync_; }
   size_t count() const { return count_; }
+  // Whether it puts or deletes a record of the staging area (PutIncoming, DeleteIncoming).
+  bool has_incoming() const { return has_incoming_; }
   size_t ByteSize() const { return rep_.size(); }
 
   // Calls `visit` for each operation in the order added.
@@ -93,6 +97,7 @@ class StoreBatch {
   std::string rep_;
   size_t count_ = 0;
   bool needs_sync_ = false;
+  bool has_incoming_ = false;
 };
 
 }  // namespace lawn

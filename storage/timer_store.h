@@ -71,6 +71,9 @@ class TimerStore {
     uint64_t snapshots = 0;
     uint64_t snapshot_failures = 0;
     std::string last_failure;
+    uint64_t log_bytes = 0;       // Log since the last snapshot (what a restart replays; segments before the
+                                  // current one counted whole).
+    uint64_t snapshot_bytes = 0;  // Size of the last snapshot.
   };
   virtual BackgroundStats Background() const { return {}; }
 

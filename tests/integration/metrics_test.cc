@@ -55,7 +55,8 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
     text = "\n" + HttpGet(port, "/metrics");
     if (Sample(text, R"(lawn_subscribers\{namespace="m"\})") == 1 &&
         Sample(text, R"(lawn_expirations_total)") >= 5 &&
-        Sample(text, R"(lawn_timer_operations_total\{op="start"\})") == 6) {
+        Sample(text, R"(lawn_timer_operations_total\{op="start"\})") == 6 &&
+        Sample(text, R"(lawn_store_log_bytes)") > 0) {
       break;
     }
     std::this_thread::sleep_for(milliseconds(100));
@@ -79,6 +80,8 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
       {"lawn_data_dir_bytes", "gauge"},
       {"lawn_store_snapshots_total", "counter"},
       {"lawn_store_snapshot_failures_total", "counter"},
+      {"lawn_store_log_bytes", "gauge"},
+      {"lawn_store_snapshot_bytes", "gauge"},
   };
   const std::multimap<std::string, std::string> types = TypeLines(text);
   for (const auto& [name, type] : documented) {
@@ -97,6 +100,9 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
   EXPECT_GE(Sample(text, R"(lawn_expirations_total)"), 5);
   EXPECT_EQ(Sample(text, R"(lawn_subscribers\{namespace="m"\})"), 1);
   EXPECT_GE(Sample(text, R"(lawn_expiry_lateness_seconds_count)"), 5);
+  // The default engine for a new data dir is the log: what it wrote since its (no) snapshot.
+  EXPECT_GT(Sample(text, R"(lawn_store_log_bytes)"), 0);
+  EXPECT_EQ(Sample(text, R"(lawn_store_snapshot_bytes)"), 0);
   // Every firing is counted once its round is written, labelled with the durability mode (sync by default).
   EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_count\{durability="sync"\})"), 5);
   EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_bucket\{durability="sync",le="\+Inf"\})"), 5);

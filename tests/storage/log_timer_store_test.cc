@@ -149,6 +149,66 @@ TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   EXPECT_EQ(Incoming(*log), Incoming(memory));
 }
 
+// The staging area as ForEachIncoming reads it: from the files before the first Recover, and from then on
+// from what Recover read and every write since (kept in memory, so a cluster settle does not fold the whole
+// store under the writers' lock). Both agree with the memory store after every write and across a reopen.
+TEST(LogTimerStoreTest, TheStagingAreaIsReadTheSameBeforeAndAfterRecover) {
+  TempDir dir;
+  const LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  MemoryTimerStore memory;
+  RandomBatches batches(20261129);
+  for (int round = 0; round < 400; ++round) {
+    if (round == 100 || round == 300) {
+      log->WaitForSnapshot();
+      log.reset();
+      log = OpenOrDie(options);
+      ASSERT_NE(log, nullptr);
+      ASSERT_EQ(Incoming(*log), Incoming(memory)) << "read from the files, round " << round;
+      ASSERT_EQ(Contents(*log), Contents(memory)) << "round " << round;  // Recover.
+    }
+    const StoreBatch b = batches.Next();
+    ASSERT_TRUE(log->Write(b, SyncMode::kNoSync).ok());
+    ASSERT_TRUE(memory.Write(b, SyncMode::kNoSync).ok());
+    if (round >= 100) ASSERT_EQ(Incoming(*log), Incoming(memory)) << "after round " << round;
+  }
+  EXPECT_FALSE(Incoming(memory).empty());
+}
+
+// Background() reports the log a restart would replay (it grows with each write and shrinks when a snapshot
+// folds it) and the snapshot's size, also after a reopen (lawn_store_log_bytes, lawn_store_snapshot_bytes).
+TEST(LogTimerStoreTest, BackgroundReportsTheLogSinceTheSnapshotAndTheSnapshotSize) {
+  TempDir dir;
+  const LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->Background().snapshot_bytes, 0u);
+  uint64_t last = log->Background().log_bytes;
+  int i = 0;
+  for (; log->stats().snapshots == 0 && i < 1000; ++i) {
+    StoreBatch b;
+    b.PutTimer(Key("ns", "t" + std::to_string(i)), 1000 + i, 0, 0, std::string(100, 'p'));
+    ASSERT_TRUE(log->Write(b, SyncMode::kNoSync).ok());
+    const uint64_t now = log->Background().log_bytes;
+    if (log->stats().snapshots == 0) {
+      EXPECT_GT(now, last) << "write " << i;
+      last = now;
+    }
+    log->WaitForSnapshot();
+  }
+  ASSERT_GT(log->stats().snapshots, 0u) << log->stats().last_error;
+  const TimerStore::BackgroundStats after = log->Background();
+  EXPECT_LT(after.log_bytes, last);
+  EXPECT_LE(after.log_bytes, options.segment_bytes);  // Only what was written since the folded segments.
+  // The snapshot holds every timer: more than their payloads.
+  EXPECT_GT(after.snapshot_bytes, uint64_t{100} * static_cast<uint64_t>(i - 1) / 2);
+  log.reset();
+  log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->Background().snapshot_bytes, after.snapshot_bytes);
+}
+
 // A checkpoint taken while another thread writes (and snapshots come due: they wait for it, then run) holds
 // a prefix of the writes: every one that returned before the call, none that started after it returned, no
 // gap. The store itself loses nothing meanwhile.
