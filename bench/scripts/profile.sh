@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Where lawnd's CPU time goes under load: `perf record` (software cpu-clock event, which works without
 # hardware counters) on lawnd during a lawn_load run, then the samples grouped by category (allocation,
-# protobuf, gRPC, engine, RocksDB, kernel, ...) and the top symbols. Bounded: DURATION plus ~5 s per case.
+# protobuf, gRPC, engine, the log engine's store, RocksDB, kernel, ...) and the top symbols. Bounded: DURATION plus ~5 s per case.
 #
 #   bench/scripts/profile.sh                               # batch/memory, batch/sync, unary/memory at 16 in flight
 #   CASES="batch:sync:64" DURATION=8s bench/scripts/profile.sh
 #
 # Environment (defaults): CASES ("batch:memory:16 batch:sync:16 unary:memory:16", each mode:durability:in
-# flight), DURATION (5s), HZ (999), SHARDS (2), plus those of load_common.sh. lawnd is a Release build without
+# flight), DURATION (5s), HZ (999), SHARDS (2), ENGINE (auto: the log engine, lawnd's default for a new data
+# dir; rocksdb for format 2), plus those of load_common.sh. lawnd is a Release build without
 # frame pointers, so the grouping uses self time per symbol (no call graph). Writes $OUT/<case>.perf.data,
 # $OUT/<case>.txt (the report) and $OUT/summary.md.
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
@@ -17,6 +18,7 @@ CASES=${CASES:-batch:memory:16 batch:sync:16 unary:memory:16}
 DURATION=${DURATION:-5s}
 HZ=${HZ:-999}
 SHARDS=${SHARDS:-2}
+ENGINE=${ENGINE:-auto}
 out_init profile
 : >"$OUT/summary.md"
 
@@ -24,7 +26,7 @@ seconds=${DURATION%s}
 for case in $CASES; do
   IFS=: read -r mode durability conc <<<"$case"
   name="$mode-$durability-$conc"
-  lawn_start --durability "$durability" --shards "$SHARDS"
+  lawn_start --durability "$durability" --storage-engine "$ENGINE" --shards "$SHARDS"
   perf record -e cpu-clock -F "$HZ" -o "$OUT/$name.perf.data" -p "$LAWN_PID" -- sleep "$seconds" 2>/dev/null &
   perf_pid=$!
   load_run "{\"durability\":\"$durability\",\"case\":\"$name\"}" --mode "$mode" --concurrency "$conc" \
@@ -47,6 +49,8 @@ def category(dso, kind, sym):
     if re.search(r"(^|[^a-z])(_int_malloc|_int_free|malloc|cfree|free|calloc|realloc|malloc_consolidate|unlink_chunk"
                  r"|operator new|operator delete|tcache|arena_get)", sym):
         return "allocation (malloc/free)"
+    if re.search(r"lawn::(logstore::|LogTimerStore|RoundLog|StoreBatch|SnapshotWriter|internal::.*Crc32c)", sym):
+        return "storage: lawn's records and the log engine (encode, CRC, fold)"
     if "rocksdb" in dso or "rocksdb::" in sym or "snappy" in dso or "zstd" in dso or "lz4" in dso:
         return "RocksDB (+compression)"
     if "protobuf" in dso or "google::protobuf" in sym or "lawn::v1::" in sym:

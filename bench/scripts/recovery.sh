@@ -2,7 +2,7 @@
 # Recovery speed, disk and memory per pending timer, for PENDING_LIST populations (1e6 and 1e7 timers of a
 # 1 h TTL, 16-byte ids, no payload, one namespace), lawnd --shards 2 with max_pending_timers 20M:
 #   1. durability memory: load, VmRSS -> engine-only bytes per timer (RSS after load minus RSS before).
-#   2. durability interval (writes every timer to RocksDB, fsyncs in groups; sync would take far longer to
+#   2. durability interval (writes every timer to the store ENGINE names, fsyncs in groups; sync would take far longer to
 #      load 1e7, and recovery reads the same data): load, VmRSS, SIGTERM, `du -sb` of the data dir.
 #   3. RESTARTS restarts on that data dir: the `recovery done` line (timers/s), start-to-ready seconds, VmRSS
 #      after recovery; SIGTERM.
