@@ -138,7 +138,6 @@ struct LogTimerStore::Rep {
   // Free space the guard keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
   // next rotation and the next snapshot). Read on the write path without mu.
   std::atomic<uint64_t> reserve{0};
-  uint64_t snapshot_bytes ABSL_GUARDED_BY(mu) = 0;  // Of the snapshot in force.
   // The staging area (kIncoming records: each one's operation, encoded), by staging id, from the first
   // Recover on, which reads it; Write keeps it from then. ForEachIncoming (a cluster member's settle, at each
   // change of the partition map) reads it here: reading it from the files means folding the whole store, and
@@ -458,7 +457,6 @@ void LogTimerStore::Rep::FoldLoop() {
     manifest = to;
     manifest_segment = through_segment;
     reserve.store(options.segment_bytes + bytes);
-    snapshot_bytes = bytes;
     ++stats.snapshots;
     // The segments before the new snapshot's are no longer needed; nor is the old snapshot.
     if (absl::Status retired = writer->RetireBelow(through_segment); !retired.ok()) {
@@ -566,7 +564,6 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
     const uint64_t snapshot_bytes =
         manifest.snapshot.empty() ? 0 : fs::file_size(absl::StrCat(dir, "/", manifest.snapshot), ec);
     rep->reserve.store(options.segment_bytes + (ec ? 0 : snapshot_bytes));
-    rep->snapshot_bytes = ec ? 0 : snapshot_bytes;
     rep->writer = std::move(writer);
     rep->opened_delta = std::move(delta);
     rep->fold_after_open.emplace(rep->writer->next_sequence(), rep->writer->segment());
@@ -744,10 +741,11 @@ LogTimerStore::Stats LogTimerStore::stats() const {
 
 TimerStore::BackgroundStats LogTimerStore::Background() const {
   absl::MutexLock l(&rep_->mu);
-  return BackgroundStats{rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error,
-                         (rep_->writer->segment() - rep_->manifest_segment) * rep_->options.segment_bytes +
-                             rep_->writer->offset(),
-                         rep_->snapshot_bytes};
+  return BackgroundStats{
+      rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error,
+      (rep_->writer->segment() - rep_->manifest_segment) * rep_->options.segment_bytes +
+          rep_->writer->offset(),
+      rep_->reserve.load() - rep_->options.segment_bytes};  // The reserve is a segment and the snapshot.
 }
 
 void LogTimerStore::WaitForSnapshot() {
