@@ -96,6 +96,29 @@ bool IsPut(StoreBatch::Op op) {
          op == StoreBatch::Op::kPutIncoming;
 }
 
+Family FamilyOf(StoreBatch::Op op) {
+  switch (op) {
+    case StoreBatch::Op::kPutTimer:
+    case StoreBatch::Op::kDeleteTimer:
+      return Family::kTimers;
+    case StoreBatch::Op::kPutExpiration:
+    case StoreBatch::Op::kDeleteExpiration:
+      return Family::kExpirations;
+    case StoreBatch::Op::kPutIncoming:
+    case StoreBatch::Op::kDeleteIncoming:
+      break;
+  }
+  return Family::kIncoming;
+}
+
+SortKeyParts SortKeyParts::Of(const StoreBatch::Entry& e) {
+  const Family family = FamilyOf(e.op);
+  if (family == Family::kTimers) {
+    return {family, static_cast<uint64_t>(e.deadline_unix_ns) ^ (uint64_t{1} << 63), e.key};
+  }
+  return {family, e.delivery_id, {}};
+}
+
 // LogDelta
 
 std::string_view LogDelta::Keep(std::string bytes) {
@@ -108,60 +131,70 @@ std::string_view LogDelta::Keep(std::unique_ptr<MappedFile> mapped) {
   return mappings_.back()->bytes();
 }
 
+void LogDelta::Reserve(uint64_t log_bytes) {
+  // lawnd's operations average well over 16 bytes (a start with a 16-byte id and no payload is about 45; an
+  // ack, the smallest, about 4): an estimate on the high side reserves address space, and memory only as
+  // the entries fill it.
+  items_.reserve(items_.size() + static_cast<size_t>(log_bytes / 16));
+}
+
 bool LogDelta::Add(std::string_view payload, bool copy) {
   if (copy) payload = Keep(std::string(payload));
-  // Decoded first, applied after: a record that does not decode changes nothing.
-  decoded_.clear();
+  // All or nothing: a record that does not decode takes back what it added.
+  const size_t before = items_.size();
   for (std::string_view rest = payload; !rest.empty();) {
     const char* start = rest.data();
     StoreBatch::Entry e;
-    if (!StoreBatch::DecodeNext(&rest, &e)) return false;
-    decoded_.emplace_back(e, std::string_view(start, static_cast<size_t>(rest.data() - start)));
-  }
-  for (const auto& [e, op] : decoded_) {
-    SortKeyOf(e, &scratch_);
-    items_.push_back(Item{StoreKey(scratch_), op});
+    // Sizes fit 32 bits: a record is far smaller. A delta of 2^32 operations would need 160 GiB of entries,
+    // so its limit is never reached in practice; past it, the record is refused as one that does not decode.
+    if (!StoreBatch::DecodeNext(&rest, &e) || next_seq_ == UINT32_MAX ||
+        static_cast<size_t>(rest.data() - start) > UINT32_MAX) {
+      items_.resize(before);
+      return false;
+    }
+    const SortKeyParts parts = SortKeyParts::Of(e);
+    Item& item = items_.emplace_back();
+    item.number_ = parts.number;
+    item.key_ = parts.key.data();
+    item.key_size_ = static_cast<uint32_t>(parts.key.size());
+    item.op_ = start;
+    item.op_size_ = static_cast<uint32_t>(rest.data() - start);
+    item.seq_ = next_seq_++;
+    item.family_ = parts.family;
   }
   return true;
 }
 
 StoreBatch::Entry LogDelta::Item::entry() const {
   StoreBatch::Entry e;
-  std::string_view rest = op;
+  std::string_view rest = op();
   // The bytes decoded when Add took them, so this cannot fail.
   if (!StoreBatch::DecodeNext(&rest, &e)) std::abort();
   return e;
 }
 
-std::string_view LogDelta::StoreKey(std::string_view key) {
-  constexpr size_t kChunkBytes = size_t{1} << 20;
-  if (key.size() > key_chunk_size_ - key_chunk_used_) {
-    key_chunk_size_ = std::max(kChunkBytes, key.size());
-    key_chunks_.push_back(std::make_unique<char[]>(key_chunk_size_));
-    key_chunk_used_ = 0;
-  }
-  char* out = key_chunks_.back().get() + key_chunk_used_;
-  std::memcpy(out, key.data(), key.size());
-  key_chunk_used_ += key.size();
-  return {out, key.size()};
+std::string LogDelta::Item::SortKey() const {
+  std::string key;
+  SortKeyOf(entry(), &key);
+  return key;
 }
 
 const std::vector<LogDelta::Item>& LogDelta::Sorted() {
   if (sorted_count_ == items_.size()) return items_;
-  // Every sort key is at least 9 bytes (a family byte and 8 of deadline or id): its first 8, read as a
-  // big-endian integer, order most pairs with one comparison.
-  auto less = [](const Item& a, const Item& b) {
-    const uint64_t pa = internal::LoadFixed64BigEndian(a.key.data());
-    const uint64_t pb = internal::LoadFixed64BigEndian(b.key.data());
-    if (pa != pb) return pa < pb;
-    return a.key.substr(8) < b.key.substr(8);
-  };
-  // Stable: of the operations on one key, the last one added stays last (the sorted ones come before any
-  // added after them).
-  std::stable_sort(items_.begin(), items_.end(), less);
+  // In place (no buffer as large as the entries, as a stable sort takes): of the operations on one key, the
+  // one added last sorts last.
+  std::sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {
+    if (a.family_ != b.family_) return a.family_ < b.family_;
+    if (a.number_ != b.number_) return a.number_ < b.number_;
+    if (a.key_size_ != 0 || b.key_size_ != 0) {
+      if (const int c = CompareBytes({a.key_, a.key_size_}, {b.key_, b.key_size_}); c != 0) return c < 0;
+    }
+    return a.seq_ < b.seq_;
+  });
   size_t kept = 0;
   for (size_t i = 0; i < items_.size(); ++i) {
-    if (i + 1 < items_.size() && items_[i + 1].key == items_[i].key) continue;  // A later one wins.
+    if (i + 1 < items_.size() && Compare(items_[i + 1].parts(), items_[i].parts()) == 0)
+      continue;  // A later one wins.
     items_[kept++] = items_[i];
   }
   items_.resize(kept);
@@ -180,9 +213,15 @@ absl::StatusOr<std::unique_ptr<SnapshotWriter>> SnapshotWriter::Create(const std
 SnapshotWriter::~SnapshotWriter() { ::close(fd_); }
 
 absl::Status SnapshotWriter::Add(const StoreBatch::Entry& put) {
-  AddPut(&block_, put);
+  scratch_.Clear();
+  AddPut(&scratch_, put);
+  return AddEncoded(scratch_.data());
+}
+
+absl::Status SnapshotWriter::AddEncoded(std::string_view put) {
+  block_.append(put);
   ++records_;
-  if (block_.ByteSize() >= kBlockBytes) return FlushBlock();
+  if (block_.size() >= kBlockBytes) return FlushBlock();
   return absl::OkStatus();
 }
 
@@ -206,8 +245,8 @@ absl::Status SnapshotWriter::WriteBlock(std::string_view body, bool trailer) {
 }
 
 absl::Status SnapshotWriter::FlushBlock() {
-  LAWN_RETURN_IF_ERROR(WriteBlock(block_.data(), false));
-  block_.Clear();
+  LAWN_RETURN_IF_ERROR(WriteBlock(block_, false));
+  block_.clear();
   return absl::OkStatus();
 }
 
@@ -223,16 +262,19 @@ absl::Status SnapshotWriter::Finish(uint64_t next_sequence) {
 
 // Reading
 
-absl::Status ReadSnapshot(const std::string& path,
-                          absl::FunctionRef<absl::Status(const StoreBatch::Entry&)> on_record,
-                          absl::FunctionRef<bool(const absl::Status&)> on_damage, uint64_t* next_sequence) {
+absl::Status ReadSnapshot(
+    const std::string& path,
+    absl::FunctionRef<absl::Status(std::string_view, const StoreBatch::Entry&)> on_record,
+    absl::FunctionRef<bool(const absl::Status&)> on_damage, uint64_t* next_sequence) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return FileError("open", path, errno);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  std::string block;
+  // Not a std::string: growing one zero-fills it, a memset of each block before the read overwrites it.
+  std::unique_ptr<char[]> block;
+  size_t block_capacity = 0;
   uint64_t offset = 0;
   uint64_t records = 0;
   auto damaged = [&](std::string_view why) {
@@ -249,11 +291,14 @@ absl::Status ReadSnapshot(const std::string& path,
     const bool trailer = (length_word & kTrailerFlag) != 0;
     const uint32_t length = length_word & ~kTrailerFlag;
     if (length > (64u << 20)) return damaged(absl::StrCat("a block length of ", length, " bytes"));
-    block.assign(header + 4, 4);
-    block.resize(4 + length);
-    if (!ReadFull(fd, block.data() + 4, length, &got)) return FileError("read", path, errno);
+    if (block_capacity < 4 + size_t{length}) {
+      block_capacity = std::max<size_t>(4 + size_t{length}, 2 * block_capacity);
+      block.reset(new char[block_capacity]);
+    }
+    std::memcpy(block.get(), header + 4, 4);
+    if (!ReadFull(fd, block.get() + 4, length, &got)) return FileError("read", path, errno);
     if (got < length) return damaged("a block cut short (the file ends)");
-    if (internal::Crc32c(block) != crc) {
+    if (internal::Crc32c(std::string_view(block.get(), 4 + size_t{length})) != crc) {
       // Skipping goes on at the block's length; if that was the damaged part, what follows fails its CRC
       // too, and the missing trailer ends the read with DATA_LOSS.
       absl::Status bad = damaged("a block whose CRC does not match");
@@ -261,7 +306,7 @@ absl::Status ReadSnapshot(const std::string& path,
       offset += 8 + length;
       continue;
     }
-    std::string_view body = std::string_view(block).substr(4);
+    std::string_view body(block.get() + 4, length);
     if (trailer) {
       if (body.size() != kTrailerBytes || body.substr(0, 8) != kMagic) return damaged("a malformed trailer");
       const uint64_t want = GetFixed(body.data() + 16, 8);
@@ -272,12 +317,19 @@ absl::Status ReadSnapshot(const std::string& path,
       *next_sequence = GetFixed(body.data() + 8, 8);
       return absl::OkStatus();
     }
-    absl::Status status;
-    const bool decoded = StoreBatch::ForEachIn(body, [&](const StoreBatch::Entry& e) {
+    bool decoded = true;
+    for (std::string_view rest = body; !rest.empty();) {
+      const char* start = rest.data();
+      StoreBatch::Entry e;
+      if (!StoreBatch::DecodeNext(&rest, &e)) {
+        decoded = false;
+        break;
+      }
       ++records;
-      if (status.ok() && IsPut(e.op)) status = on_record(e);
-    });
-    LAWN_RETURN_IF_ERROR(status);
+      if (IsPut(e.op)) {
+        LAWN_RETURN_IF_ERROR(on_record(std::string_view(start, static_cast<size_t>(rest.data() - start)), e));
+      }
+    }
     if (!decoded) {
       absl::Status bad = damaged("a block whose operations do not decode");
       if (!on_damage(bad)) return bad;
@@ -286,37 +338,43 @@ absl::Status ReadSnapshot(const std::string& path,
   }
 }
 
+const StoreBatch::Entry& StateRecord::entry() const {
+  if (decoded_ == nullptr) {
+    std::string_view rest = op_;
+    // Bytes that decoded when the delta or the snapshot read them, so this cannot fail.
+    if (!StoreBatch::DecodeNext(&rest, &entry_)) std::abort();
+    decoded_ = &entry_;
+  }
+  return *decoded_;
+}
+
 absl::Status MergeState(const std::string& snapshot_path, LogDelta& delta,
-                        absl::FunctionRef<absl::Status(std::string_view, const StoreBatch::Entry&)> emit,
+                        absl::FunctionRef<absl::Status(const StateRecord&)> emit,
                         absl::FunctionRef<bool(const absl::Status&)> on_damage) {
   const std::vector<LogDelta::Item>& items = delta.Sorted();
   size_t next = 0;
-  // Emits the delta's items before `bound` (all when empty and `all`); tombstones are dropped.
-  auto drain = [&](std::string_view bound, bool all) -> absl::Status {
-    for (; next < items.size() && (all || items[next].key < bound); ++next) {
-      if (items[next].put()) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry()));
-    }
-    return absl::OkStatus();
+  auto emit_item = [&](const LogDelta::Item& item) {
+    return item.put() ? emit(StateRecord(item.op())) : absl::OkStatus();  // Tombstones are dropped.
   };
   if (!snapshot_path.empty()) {
-    std::string key;
     uint64_t ignored = 0;
     LAWN_RETURN_IF_ERROR(ReadSnapshot(
         snapshot_path,
-        [&](const StoreBatch::Entry& e) -> absl::Status {
-          SortKeyOf(e, &key);
-          LAWN_RETURN_IF_ERROR(drain(key, false));
-          if (next < items.size() && items[next].key == key) {
-            // The log changed this record after the snapshot: its last operation wins.
-            if (items[next].put()) LAWN_RETURN_IF_ERROR(emit(items[next].key, items[next].entry()));
-            ++next;
-            return absl::OkStatus();
+        [&](std::string_view op, const StoreBatch::Entry& e) -> absl::Status {
+          const SortKeyParts parts = SortKeyParts::Of(e);
+          // The delta's items before this record, then the record or (when the log changed it after the
+          // snapshot) the last operation on it.
+          int order = -1;
+          for (; next < items.size() && (order = Compare(items[next].parts(), parts)) < 0; ++next) {
+            LAWN_RETURN_IF_ERROR(emit_item(items[next]));
           }
-          return emit(key, e);
+          if (next < items.size() && order == 0) return emit_item(items[next++]);
+          return emit(StateRecord(op, &e));
         },
         on_damage, &ignored));
   }
-  return drain({}, true);
+  for (; next < items.size(); ++next) LAWN_RETURN_IF_ERROR(emit_item(items[next]));
+  return absl::OkStatus();
 }
 
 }  // namespace lawn::logstore

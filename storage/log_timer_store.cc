@@ -312,9 +312,9 @@ struct LogTimerStore::Rep {
   // Calls `emit` for every record of the current state, in sort-key order: the snapshot with the log after
   // it (the one Open read, if nothing was written since, else read again). Waits for a snapshot in progress,
   // which would switch the files under it.
-  absl::Status ForEachRecord(
-      absl::FunctionRef<absl::Status(std::string_view, const StoreBatch::Entry&)> emit,
-      absl::FunctionRef<bool(const absl::Status&)> on_corrupt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  absl::Status ForEachRecord(absl::FunctionRef<absl::Status(const logstore::StateRecord&)> emit,
+                             absl::FunctionRef<bool(const absl::Status&)> on_corrupt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     while (folding) synced_cv.Wait(&mu);
     std::unique_ptr<LogDelta> delta = std::move(opened_delta);
     if (delta == nullptr) {
@@ -388,6 +388,7 @@ absl::Status LogTimerStore::Rep::CopyForCheckpoint(const std::string& to, const 
 absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segment, uint64_t through,
                                       uint64_t through_segment, Manifest* to, uint64_t* bytes) {
   LogDelta delta;
+  delta.Reserve((through_segment - from_segment) * options.segment_bytes);
   RoundLogScanner scanner(log_dir, from.first_sequence);
   for (uint64_t n = from_segment; n < through_segment; ++n) {
     const std::string path = absl::StrCat(log_dir, "/", RoundLogSegmentName(n));
@@ -417,7 +418,8 @@ absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segmen
     LAWN_ASSIGN_OR_RETURN(std::unique_ptr<logstore::SnapshotWriter> out,
                           logstore::SnapshotWriter::Create(tmp));
     LAWN_RETURN_IF_ERROR(logstore::MergeState(
-        SnapshotPath(from), delta, [&](std::string_view, const StoreBatch::Entry& e) { return out->Add(e); },
+        SnapshotPath(from), delta,
+        [&](const logstore::StateRecord& record) { return out->AddEncoded(record.op()); },
         [](const absl::Status&) { return false; }));
     LAWN_RETURN_IF_ERROR(out->Finish(through));
     *bytes = out->bytes();
@@ -626,22 +628,19 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
   absl::MutexLock l(&r.mu);
   std::map<uint64_t, std::string> incoming;
   const absl::Status status = r.ForEachRecord(
-      [&](std::string_view key, const StoreBatch::Entry& e) {
+      [&](const logstore::StateRecord& record) {
+        const StoreBatch::Entry& e = record.entry();
         StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
-        switch (logstore::FamilyOf(key)) {
+        switch (logstore::FamilyOf(e.op)) {
           case Family::kTimers:
             on_timer(t);
             break;
           case Family::kExpirations:
             on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
             break;
-          case Family::kIncoming: {
-            StoreBatch put;
-            put.PutIncoming(e.delivery_id, e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload,
-                            e.fired_at_unix_ns, e.attempt);
-            incoming[e.delivery_id] = std::string(put.data());
+          case Family::kIncoming:
+            incoming[e.delivery_id] = std::string(record.op());
             break;
-          }
         }
         return absl::OkStatus();
       },
@@ -671,8 +670,10 @@ absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredE
     return absl::OkStatus();
   }
   return r.ForEachRecord(
-      [&](std::string_view key, const StoreBatch::Entry& e) {
-        if (logstore::FamilyOf(key) == Family::kIncoming) visit(e);
+      [&](const logstore::StateRecord& record) {
+        if (logstore::FamilyOf(static_cast<StoreBatch::Op>(record.op().front())) == Family::kIncoming) {
+          visit(record.entry());
+        }
         return absl::OkStatus();
       },
       [](const absl::Status&) { return false; });
