@@ -1,6 +1,7 @@
 #include "storage/log_state.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,6 +137,13 @@ void LogDelta::Reserve(uint64_t log_bytes) {
   // ack, the smallest, about 4): an estimate on the high side reserves address space, and memory only as
   // the entries fill it.
   items_.reserve(items_.size() + static_cast<size_t>(log_bytes / 16));
+  // Transparent huge pages for the entries where the system allows them on request (Debian's default,
+  // `madvise`): filling a fold's entries page-faulted once per 4 KiB, about 0.1 us per operation (section
+  // 46); at most the last 2 MiB page is held beyond what is filled. Nothing happens where THP is off.
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(items_.data()) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(items_.data() + items_.capacity())) & ~(kHugePage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 bool LogDelta::Add(std::string_view payload, bool copy) {
