@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -135,8 +136,13 @@ std::string_view LogDelta::Keep(std::unique_ptr<MappedFile> mapped) {
 void LogDelta::Reserve(uint64_t log_bytes) {
   // lawnd's operations average well over 16 bytes (a start with a 16-byte id and no payload is about 45; an
   // ack, the smallest, about 4): an estimate on the high side reserves address space, and memory only as
-  // the entries fill it.
-  items_.reserve(items_.size() + static_cast<size_t>(log_bytes / 16));
+  // the entries fill it. Where address space is short (strict overcommit), no reservation: the entries then
+  // grow as they come.
+  try {
+    items_.reserve(items_.size() + static_cast<size_t>(log_bytes / 16));
+  } catch (const std::bad_alloc&) {
+    return;
+  }
   // Transparent huge pages for the entries where the system allows them on request (Debian's default,
   // `madvise`): filling a fold's entries page-faulted once per 4 KiB, about 0.1 us per operation (section
   // 46); at most the last 2 MiB page is held beyond what is filled. Nothing happens where THP is off.
