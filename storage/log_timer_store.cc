@@ -135,7 +135,7 @@ struct LogTimerStore::Rep {
   // The snapshot in force and where the log after it starts.
   Manifest manifest ABSL_GUARDED_BY(mu);
   uint64_t manifest_segment ABSL_GUARDED_BY(mu) = 0;  // Segment holding manifest.first_sequence.
-  // Free space the guard keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
+  // Free space CheckSpace keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
   // next rotation and the next snapshot). Read on the write path without mu.
   std::atomic<uint64_t> reserve{0};
   // The staging area (kIncoming records: each one's operation, encoded), by staging id, from the first
@@ -251,7 +251,10 @@ struct LogTimerStore::Rep {
     fold_cv.Signal();
   }
 
-  absl::Status AdmitWrite(uint64_t bytes, uint64_t reserve) {
+  // OK if the file system has `bytes` available beyond min_free_disk_bytes and `reserve` (what `reserve_for`
+  // names, for the message); else RESOURCE_EXHAUSTED.
+  absl::Status AdmitWrite(uint64_t bytes, uint64_t reserve,
+                          std::string_view reserve_for = "for the next log segment and snapshot") {
     if (options.min_free_disk_bytes == 0) return absl::OkStatus();
     absl::MutexLock l(&guard_mu);
     const auto now = std::chrono::steady_clock::now();
@@ -266,10 +269,10 @@ struct LogTimerStore::Rep {
       guard_valid = true;
     }
     if (guard_free < need) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "disk almost full: ", guard_free, " bytes free in ", options.path, ", need at least ",
-          options.min_free_disk_bytes, " (config key min_free_disk_bytes) plus ", reserve,
-          " for the next log segment and snapshot plus ", bytes, " for this write; nothing was written"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("disk almost full: ", guard_free, " bytes free in ", options.path, ", need at least ",
+                       options.min_free_disk_bytes, " (config key min_free_disk_bytes) plus ", reserve, " ",
+                       std::string(reserve_for), " plus ", bytes, " for this write; nothing was written"));
     }
     return absl::OkStatus();
   }
@@ -282,6 +285,17 @@ struct LogTimerStore::Rep {
     RoundLogEnd local_end;
     uint64_t first = 0;
     std::vector<std::unique_ptr<MappedFile>> mapped;
+    if (delta != nullptr) {
+      // Room for the entries of every segment there (spares included: an estimate on the high side).
+      uint64_t bytes = 0;
+      std::error_code ec;
+      for (fs::directory_iterator it(log_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code size_ec;
+        const uint64_t size = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
+        if (!size_ec) bytes += size;
+      }
+      delta->Reserve(bytes);
+    }
     absl::Status read = ReadRoundLog(
         log_dir, m.first_sequence,
         [&](const RoundLogRecord& record) -> absl::Status {
@@ -442,7 +456,14 @@ void LogTimerStore::Rep::FoldLoop() {
     mu.Unlock();
     Manifest to;
     uint64_t bytes = 0;
-    absl::Status status = AdmitWrite(0, reserve.load());
+    // Room for the new snapshot beside the old one, at most the old one plus the log it folds, and for the
+    // writers' next rotation: writing it then never takes what a write admitted by CheckSpace needs (a
+    // snapshot refused for space is retried at the next segment; writers are refused before the disk fills).
+    const uint64_t reserved = reserve.load();
+    const uint64_t old_snapshot = reserved > options.segment_bytes ? reserved - options.segment_bytes : 0;
+    absl::Status status = AdmitWrite(
+        0, options.segment_bytes + old_snapshot + (through_segment - from_segment) * options.segment_bytes,
+        "for the next log segment and this snapshot (at most the last one plus the log it folds)");
     if (status.ok()) status = Fold(from, from_segment, through, through_segment, &to, &bytes);
     if (!status.ok()) {
       std::error_code ec;
@@ -578,7 +599,11 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
 absl::Status LogTimerStore::Write(const StoreBatch& batch, SyncMode mode) {
   if (batch.empty()) return absl::OkStatus();
   Rep& r = *rep_;
-  LAWN_RETURN_IF_ERROR(r.AdmitWrite(batch.ByteSize(), r.reserve.load(std::memory_order_relaxed)));
+  // Only the room a write can take: appends inside a segment take none, a rotation at most a segment. The
+  // snapshot's share of the reserve is CheckSpace's (lawnd checks each round with it, and headroom, before
+  // applying it): a snapshot that ends between that check and this write raises the reserve by its size,
+  // and a write refused here fails the store (the round is already applied).
+  LAWN_RETURN_IF_ERROR(r.AdmitWrite(batch.ByteSize(), r.options.segment_bytes, "for the next log segment"));
   absl::MutexLock l(&r.mu);
   LAWN_RETURN_IF_ERROR(r.failed);
   r.opened_delta.reset();
