@@ -207,8 +207,8 @@ const std::vector<LogDelta::Item>& LogDelta::Sorted() {
   });
   size_t kept = 0;
   for (size_t i = 0; i < items_.size(); ++i) {
-    if (i + 1 < items_.size() && Compare(items_[i + 1].parts(), items_[i].parts()) == 0)
-      continue;  // A later one wins.
+    // Of equal keys, the later one wins.
+    if (i + 1 < items_.size() && Compare(items_[i + 1].parts(), items_[i].parts()) == 0) continue;
     items_[kept++] = items_[i];
   }
   items_.resize(kept);

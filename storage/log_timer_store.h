@@ -41,9 +41,11 @@ namespace lawn {
 
 struct LogStoreOptions {
   std::string path;  // The data dir, created with its parents if missing.
-  // Free-space guard (config key min_free_disk_bytes): a write is refused with RESOURCE_EXHAUSTED when the
+  // Free-space guard (config key min_free_disk_bytes): CheckSpace refuses with RESOURCE_EXHAUSTED when the
   // file system would have fewer than this many bytes, plus a segment and the last snapshot's size (room
-  // for the next rotation and the next snapshot), available. 0 disables it.
+  // for the next rotation and the next snapshot), available; Write when it would have fewer than this plus
+  // a segment (all a write can take); a snapshot starts only with this plus a segment plus a bound on its
+  // own size free. 0 disables it.
   uint64_t min_free_disk_bytes = uint64_t{256} << 20;
   uint64_t segment_bytes = uint64_t{64} << 20;        // Size of each log segment (preallocated).
   uint64_t snapshot_log_bytes = uint64_t{128} << 20;  // Log since the last snapshot that starts the next one.
