@@ -119,6 +119,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "WORKLOAD must be starts or cycle\n");
     return 2;
   }
+  if (folds < 1 || log_bytes == 0 || log_bytes > (uint64_t{4} << 30)) {
+    std::fprintf(stderr, "FOLDS must be at least 1 and LOG_MIB 1..4096\n");
+    return 2;
+  }
   const std::string dir = argc == 5 ? argv[4] : "/tmp";
   RoundMaker maker(workload == "cycle");
   std::string snapshot;  // The previous fold's, empty for none.
