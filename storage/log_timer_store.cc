@@ -138,6 +138,11 @@ struct LogTimerStore::Rep {
   // Free space CheckSpace keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
   // next rotation and the next snapshot). Read on the write path without mu.
   std::atomic<uint64_t> reserve{0};
+  // The last snapshot's size, which the reserve holds beside a segment (0 before Open sets it).
+  uint64_t SnapshotBytes() const {
+    const uint64_t reserved = reserve.load();
+    return reserved > options.segment_bytes ? reserved - options.segment_bytes : 0;
+  }
   // The staging area (kIncoming records: each one's operation, encoded), by staging id, from the first
   // Recover on, which reads it; Write keeps it from then. ForEachIncoming (a cluster member's settle, at each
   // change of the partition map) reads it here: reading it from the files means folding the whole store, and
@@ -459,10 +464,8 @@ void LogTimerStore::Rep::FoldLoop() {
     // Room for the new snapshot beside the old one, at most the old one plus the log it folds, and for the
     // writers' next rotation: writing it then never takes what a write admitted by CheckSpace needs (a
     // snapshot refused for space is retried at the next segment; writers are refused before the disk fills).
-    const uint64_t reserved = reserve.load();
-    const uint64_t old_snapshot = reserved > options.segment_bytes ? reserved - options.segment_bytes : 0;
     absl::Status status = AdmitWrite(
-        0, options.segment_bytes + old_snapshot + (through_segment - from_segment) * options.segment_bytes,
+        0, options.segment_bytes + SnapshotBytes() + (through_segment - from_segment) * options.segment_bytes,
         "for the next log segment and this snapshot (at most the last one plus the log it folds)");
     if (status.ok()) status = Fold(from, from_segment, through, through_segment, &to, &bytes);
     if (!status.ok()) {
@@ -767,11 +770,10 @@ LogTimerStore::Stats LogTimerStore::stats() const {
 
 TimerStore::BackgroundStats LogTimerStore::Background() const {
   absl::MutexLock l(&rep_->mu);
-  return BackgroundStats{
-      rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error,
-      (rep_->writer->segment() - rep_->manifest_segment) * rep_->options.segment_bytes +
-          rep_->writer->offset(),
-      rep_->reserve.load() - rep_->options.segment_bytes};  // The reserve is a segment and the snapshot.
+  return BackgroundStats{rep_->stats.snapshots, rep_->stats.snapshot_failures, rep_->stats.last_error,
+                         (rep_->writer->segment() - rep_->manifest_segment) * rep_->options.segment_bytes +
+                             rep_->writer->offset(),
+                         rep_->SnapshotBytes()};
 }
 
 void LogTimerStore::WaitForSnapshot() {
