@@ -6,7 +6,11 @@
 // reading the records into the delta, sorting it, merging it with the snapshot into a new synced snapshot
 // file. Single-threaded; deterministic (fixed seed). Writes its snapshots under DIR (default /tmp).
 //
-//   build/bench/lawn_log_fold FOLDS LOG_MIB WORKLOAD [DIR]
+//   build/bench/lawn_log_fold FOLDS LOG_MIB WORKLOAD [DIR [PERCENT]]
+//
+// PERCENT (default 0) applies LogTimerStore's snapshot_log_percent: a fold takes at least LOG_MIB of log and
+// at least PERCENT % of the last snapshot's size, as lawnd's store waits for before it folds (so the folds
+// of a growing state get longer; compare runs by total CPU per logged operation over the same FOLDS).
 //
 // WORKLOAD:
 //   starts  rounds of 100 PutTimer, 16-byte random ids in one namespace, deadline one hour after the round's
@@ -18,6 +22,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -108,8 +113,8 @@ class RoundMaker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 5) {
-    std::fprintf(stderr, "usage: %s FOLDS LOG_MIB starts|cycle [DIR]\n", argv[0]);
+  if (argc < 4 || argc > 6) {
+    std::fprintf(stderr, "usage: %s FOLDS LOG_MIB starts|cycle [DIR [PERCENT]]\n", argv[0]);
     return 2;
   }
   const int folds = std::atoi(argv[1]);
@@ -123,7 +128,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FOLDS must be at least 1 and LOG_MIB 1..4096\n");
     return 2;
   }
-  const std::string dir = argc == 5 ? argv[4] : "/tmp";
+  const std::string dir = argc >= 5 ? argv[4] : "/tmp";
+  const long percent = argc == 6 ? std::atol(argv[5]) : 0;
+  if (percent < 0 || percent > 1000) {
+    std::fprintf(stderr, "PERCENT must be 0..1000\n");
+    return 2;
+  }
+  uint64_t snapshot_bytes = 0;  // The previous fold's snapshot's size.
   RoundMaker maker(workload == "cycle");
   std::string snapshot;  // The previous fold's, empty for none.
   double total_cpu = 0;
@@ -131,13 +142,14 @@ int main(int argc, char** argv) {
   for (int fold = 1; fold <= folds; ++fold) {
     std::string rounds;
     std::vector<uint32_t> sizes;
-    rounds.reserve(log_bytes + (1 << 20));
+    const uint64_t fold_bytes = std::max<uint64_t>(log_bytes, snapshot_bytes / 100 * percent);
+    rounds.reserve(fold_bytes + (1 << 20));
     uint64_t ops = 0;
-    while (rounds.size() < log_bytes) ops += maker.Next(&rounds, &sizes);
+    while (rounds.size() < fold_bytes) ops += maker.Next(&rounds, &sizes);
 
     lawn::logstore::LogDelta delta;
     const double t0 = ThreadCpuSeconds();
-    delta.Reserve(log_bytes);
+    delta.Reserve(fold_bytes);
     std::string_view kept = delta.Keep(std::move(rounds));
     for (uint32_t size : sizes) {
       if (!delta.Add(kept.substr(0, size), /*copy=*/false)) std::abort();
@@ -168,17 +180,20 @@ int main(int argc, char** argv) {
     const double t3 = ThreadCpuSeconds();
     if (!snapshot.empty()) std::remove(snapshot.c_str());
     snapshot = path;
+    snapshot_bytes = (*writer)->bytes();
     total_cpu += t3 - t0;
     total_ops += ops;
     std::printf(
-        "fold=%d log_ops=%llu distinct=%zu state_records=%llu snapshot_mib=%.1f cpu_s read=%.3f sort=%.3f "
+        "fold=%d log_mib=%.0f log_ops=%llu distinct=%zu state_records=%llu snapshot_mib=%.1f cpu_s read=%.3f "
+        "sort=%.3f "
         "merge=%.3f total=%.3f us_per_log_op=%.3f\n",
-        fold, static_cast<unsigned long long>(ops), distinct, static_cast<unsigned long long>(records),
-        static_cast<double>((*writer)->bytes()) / (1 << 20), t1 - t0, t2 - t1, t3 - t2, t3 - t0,
-        (t3 - t0) * 1e6 / static_cast<double>(ops));
+        fold, static_cast<double>(fold_bytes) / (1 << 20), static_cast<unsigned long long>(ops), distinct,
+        static_cast<unsigned long long>(records), static_cast<double>((*writer)->bytes()) / (1 << 20),
+        t1 - t0, t2 - t1, t3 - t2, t3 - t0, (t3 - t0) * 1e6 / static_cast<double>(ops));
   }
   if (!snapshot.empty()) std::remove(snapshot.c_str());
-  std::printf("workload=%s folds=%d log_mib=%zu total_cpu_s=%.3f us_per_log_op=%.3f\n", workload.c_str(),
-              folds, log_bytes >> 20, total_cpu, total_cpu * 1e6 / static_cast<double>(total_ops));
+  std::printf("workload=%s folds=%d log_mib=%zu percent=%ld total_cpu_s=%.3f us_per_log_op=%.3f\n",
+              workload.c_str(), folds, log_bytes >> 20, percent, total_cpu,
+              total_cpu * 1e6 / static_cast<double>(total_ops));
   return 0;
 }

@@ -241,11 +241,13 @@ struct LogTimerStore::Rep {
   }
 
   // Starts a snapshot of the log before `sequence`, the first record of `segment` (which the writer has just
-  // started: every segment before it is synced), if the log since the last snapshot is long enough. Segments
-  // count as full: each restart starts a segment, so a lawnd restarted often folds its short segments away
-  // too (Open calls this for the segment it starts).
+  // started: every segment before it is synced), if the log since the last snapshot is long enough (both
+  // bounds of LogStoreOptions). Segments count as full: each restart starts a segment, so a lawnd restarted
+  // often folds its short segments away too (Open calls this for the segment it starts).
   void MaybeFold(uint64_t sequence, uint64_t segment) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (folding || (segment - manifest_segment) * options.segment_bytes < options.snapshot_log_bytes) return;
+    const uint64_t log_bytes = (segment - manifest_segment) * options.segment_bytes;
+    const uint64_t share = SnapshotBytes() / 100 * options.snapshot_log_percent;
+    if (folding || log_bytes < std::max(options.snapshot_log_bytes, share)) return;
     if (checkpointing) {
       fold_after_checkpoint.emplace(sequence, segment);
       return;

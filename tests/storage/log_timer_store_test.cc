@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +39,7 @@ LogStoreOptions SmallOptions(const std::string& path) {
   options.path = path;
   options.segment_bytes = 4096;
   options.snapshot_log_bytes = 3 * 4096;
+  options.snapshot_log_percent = 0;  // A snapshot every three segments, whatever the state's size.
   options.min_free_disk_bytes = 0;
   return options;
 }
@@ -207,6 +209,49 @@ TEST(LogTimerStoreTest, BackgroundReportsTheLogSinceTheSnapshotAndTheSnapshotSiz
   log = OpenOrDie(options);
   ASSERT_NE(log, nullptr);
   EXPECT_EQ(log->Background().snapshot_bytes, after.snapshot_bytes);
+}
+
+// With snapshot_log_percent, a state larger than snapshot_log_bytes is folded only once the log since its
+// snapshot has reached that share of the snapshot's size: no snapshot starts before, one does after.
+TEST(LogTimerStoreTest, ALargeStateIsFoldedOnlyAfterItsShareOfLog) {
+  TempDir dir;
+  LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  // A state of many snapshot_log_bytes, folded every three segments.
+  int next = 0;
+  auto write = [&](LogTimerStore& store) {
+    StoreBatch b;
+    b.PutTimer(Key("ns", "t" + std::to_string(next)), 1000 + next, 0, 0, std::string(100, 'p'));
+    ++next;
+    ASSERT_TRUE(store.Write(b, SyncMode::kNoSync).ok());
+    store.WaitForSnapshot();
+  };
+  while (log->Background().snapshot_bytes < 8 * options.snapshot_log_bytes && next < 5000) write(*log);
+  const uint64_t snapshot = log->Background().snapshot_bytes;
+  ASSERT_GE(snapshot, 8 * options.snapshot_log_bytes) << log->stats().last_error;
+  log.reset();
+
+  options.snapshot_log_percent = 50;
+  log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  const uint64_t share = snapshot / 100 * 50;
+  uint64_t longest = 0;  // The log since the snapshot before each write, while no snapshot was taken.
+  while (log->stats().snapshots == 0 && next < 20000) {
+    longest = std::max(longest, log->Background().log_bytes);
+    write(*log);
+  }
+  ASSERT_EQ(log->stats().snapshots, 1u) << log->stats().last_error;
+  // Snapshots start when the writer leaves a segment, so the last write before this one left at most a
+  // segment short of the share (at the three segments of snapshot_log_bytes, there would have been one
+  // long before).
+  EXPECT_GE(longest + options.segment_bytes, share);
+  EXPECT_GT(longest, 3 * options.segment_bytes);
+  // Nothing was lost across the reopen and the fold.
+  log.reset();
+  log = OpenOrDie(options);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(Contents(*log).timers.size(), static_cast<size_t>(next));
 }
 
 // A checkpoint taken while another thread writes (and snapshots come due: they wait for it, then run) holds

@@ -47,6 +47,7 @@ class TimerStoreConformanceTest : public ::testing::TestWithParam<Kind> {
       // Small segments and snapshots after every other segment: the suite's writes cross both.
       options.segment_bytes = 4096;
       options.snapshot_log_bytes = 8192;
+      options.snapshot_log_percent = 0;
       absl::StatusOr<std::unique_ptr<LogTimerStore>> opened = LogTimerStore::Open(options);
       ASSERT_TRUE(opened.ok()) << opened.status();
       store_ = std::move(opened).value();
