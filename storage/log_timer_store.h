@@ -52,9 +52,9 @@ struct LogStoreOptions {
   // The next snapshot starts when the log since the last one has reached both snapshot_log_bytes and
   // snapshot_log_percent % of the last snapshot's size. Each snapshot rewrites the whole state, so after a
   // fixed length of log a fold costs more per logged operation the larger the state (0.27 us at 2.4M timers,
-  // 0.80 at 19M; BENCHMARKS.md section 47) and writes more snapshot per byte logged; a share of the snapshot
-  // bounds the rewrite at 1 / share per byte logged (3 at 50%, Redis's AOF rewrite is at 100% by default),
-  // for a fold that maps and a restart that replays up to that share of the snapshot in log.
+  // 0.80 at 19M; BENCHMARKS.md section 47) and writes more snapshot per byte logged; waiting for a share of
+  // the snapshot bounds the snapshot bytes written per byte logged at 1 + 1 / share (3 at 50%; Redis rewrites
+  // its AOF at 100% by default), for a fold that maps and a restart that replays up to that share in log.
   uint64_t snapshot_log_bytes = uint64_t{128} << 20;
   uint32_t snapshot_log_percent = 50;
 };
