@@ -54,10 +54,13 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASu
     for (uint32_t p = 0; p < kPartitions; ++p) EXPECT_EQ(other.owners(p).member(), map.owners(p).member());
   }
 
-  // 600 unary starts and 99,400 in batches, all through m0; TTLs 15-16 s so they fire after the checks (an
-  // ASan build on a slow machine took more than 5 s to start 30,000). 30,000 in all under a sanitizer.
+  // 600 unary starts and 99,400 in batches, all through m0; TTLs of kTtlMs plus up to 1 s, so that they fire
+  // after the checks: 15 s, and 45 s under a sanitizer (an ASan build on a slow machine took more than 5 s to
+  // start 30,000, a TSan build in CI more than 15: its first timers fired before they were counted).
+  // 30,000 in all under a sanitizer.
   constexpr int kUnary = 600;
   constexpr int kTotal = testing::kSanitized ? 30000 : 100000;
+  constexpr int kTtlMs = testing::kSanitized ? 45000 : 15000;
   std::map<std::string, uint64_t> expected;  // Owner -> timers.
   std::vector<v1::StartTimerRequest> batch;
   auto stub0 = cluster[0].stub();
@@ -65,7 +68,7 @@ TEST(LawndClusterTest, TimersStartedThroughOneMemberLandOnTheirOwnersAndReachASu
   for (int i = 0; i < kTotal; ++i) {
     const std::string id = "t" + std::to_string(i);
     ++expected[OwnerOf(map, id)];
-    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(15000 + i % 1000), "p" + id);
+    v1::StartTimerRequest request = testing::TtlRequest(kNs, id, milliseconds(kTtlMs + i % 1000), "p" + id);
     if (i < kUnary) {
       ASSERT_TRUE(testing::Call(*stub0, request).ok()) << id;
     } else {
