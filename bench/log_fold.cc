@@ -10,7 +10,8 @@
 //
 // PERCENT (default 0) applies LogTimerStore's snapshot_log_percent: a fold takes at least LOG_MIB of log and
 // at least PERCENT % of the last snapshot's size, as lawnd's store waits for before it folds (so the folds
-// of a growing state get longer; compare runs by total CPU per logged operation over the same FOLDS).
+// of a growing state get longer, and runs of different PERCENT fold different amounts of log in FOLDS folds:
+// compare their CPU per logged operation beside the log and the state each reached; BENCHMARKS.md s. 47).
 //
 // WORKLOAD:
 //   starts  rounds of 100 PutTimer, 16-byte random ids in one namespace, deadline one hour after the round's
