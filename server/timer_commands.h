@@ -23,22 +23,10 @@
 #include "server/raw_call.h"
 #include "server/request_timer.h"
 #include "server/shard_command.h"
+#include "server/start_request.h"
 #include "server/start_wire.h"
 
 namespace lawn {
-
-// One timer to start, parsed and validated.
-struct StartOp {
-  std::string_view key;      // namespace \0 id, on the call's arena (no heap block per timer)
-  std::string_view payload;  // Into the call's request, which lives until the call is answered.
-  bool by_ttl = true;
-  uint64_t ttl_ns = 0;
-  int64_t deadline_unix_ns = 0;
-  uint64_t interval_ns = 0;
-  bool replace = false;
-  absl::Status status;        // Result; OK until something fails.
-  v1::Timer* out = nullptr;   // Where the stored timer goes; nullptr: nowhere (StartTimers codes only).
-};
 
 // StartTimer (one op) and StartTimers (many): the ops and the RPC to finish when all are done.
 struct StartBatch {

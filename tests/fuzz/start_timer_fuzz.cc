@@ -30,7 +30,6 @@
 #include "lawn/v1/timer.pb.h"
 #include "server/start_request.h"
 #include "server/start_wire.h"
-#include "server/timer_commands.h"
 #include "server/validation.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/server/start_wire_compare.h"

@@ -173,7 +173,9 @@ TEST(LogTimerStoreTest, TheStagingAreaIsReadTheSameBeforeAndAfterRecover) {
     const StoreBatch b = batches.Next();
     ASSERT_TRUE(log->Write(b, SyncMode::kNoSync).ok());
     ASSERT_TRUE(memory.Write(b, SyncMode::kNoSync).ok());
-    if (round >= 100) ASSERT_EQ(Incoming(*log), Incoming(memory)) << "after round " << round;
+    if (round >= 100) {
+      ASSERT_EQ(Incoming(*log), Incoming(memory)) << "after round " << round;
+    }
   }
   EXPECT_FALSE(Incoming(memory).empty());
 }
