@@ -1,20 +1,9 @@
 #include "core/lawn.h"
 
-#include <cstdio>
-#include <cstdlib>
-
+#include "core/invariant.h"
 #include "core/prefetch.h"
 
 namespace lawn {
-
-namespace {
-
-[[noreturn]] void InvariantBroken(const char* what) {
-  std::fprintf(stderr, "lawn: Lawn invariant broken: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
 
 Lawn::Lawn(TimerPool& pool, uint32_t max_buckets)
     // location is 16 bits wide: more than 65535 buckets could not be addressed (and would defeat Lawn).
@@ -114,7 +103,7 @@ TimerRef Lawn::Front() const {
   for (uint32_t l = 0; l < kLanes; ++l) {
     if (b.lanes[l].head != kNoTimer && b.front[l] == b.key) return b.lanes[l].head;
   }
-  InvariantBroken("bucket key is no lane's front");
+  InvariantBroken("Lawn", "bucket key is no lane's front");
 }
 
 TimerRef Lawn::PopFront() {
@@ -230,42 +219,45 @@ size_t Lawn::MemoryBytes() const {
 
 void Lawn::CheckInvariants() const {
   size_t total = 0;
-  if (heap_.size() != by_ttl_.size()) InvariantBroken("heap and ttl map sizes differ");
+  if (heap_.size() != by_ttl_.size()) InvariantBroken("Lawn", "heap and ttl map sizes differ");
   for (uint32_t pos = 0; pos < heap_.size(); ++pos) {
     const uint32_t number = heap_[pos];
     const Bucket& b = buckets_[number];
-    if (b.heap_pos != pos) InvariantBroken("heap_pos does not point back");
-    if (pos > 0 && Key(heap_[(pos - 1) / 2]) > Key(number)) InvariantBroken("heap order");
+    if (b.heap_pos != pos) InvariantBroken("Lawn", "heap_pos does not point back");
+    if (pos > 0 && Key(heap_[(pos - 1) / 2]) > Key(number)) InvariantBroken("Lawn", "heap order");
     auto it = by_ttl_.find(b.ttl_ns);
-    if (it == by_ttl_.end() || it->second != number) InvariantBroken("ttl map disagrees with bucket");
-    if (b.count == 0) InvariantBroken("empty bucket kept");
-    if (b.key != EarliestFront(b)) InvariantBroken("bucket key is not its lanes' earliest front");
+    if (it == by_ttl_.end() || it->second != number) InvariantBroken("Lawn", "ttl map disagrees with bucket");
+    if (b.count == 0) InvariantBroken("Lawn", "empty bucket kept");
+    if (b.key != EarliestFront(b)) InvariantBroken("Lawn", "bucket key is not its lanes' earliest front");
     uint32_t count = 0;
     uint64_t latest = 0;
     for (uint32_t l = 0; l < kLanes; ++l) {
       const Lane& lane = b.lanes[l];
       const uint64_t front = lane.head != kNoTimer ? pool_[lane.head].deadline_ns : UINT64_MAX;
-      if (b.front[l] != front) InvariantBroken("lane front deadline is stale");
+      if (b.front[l] != front) InvariantBroken("Lawn", "lane front deadline is stale");
       TimerRef prev = kNoTimer;
       for (TimerRef t = lane.head; t != kNoTimer; t = pool_[t].next) {
         const TimerRecord& r = pool_[t];
-        if (r.prev != prev) InvariantBroken("broken back link");
-        if (LaneOf(t) != l) InvariantBroken("timer in another lane");
-        if (r.home != Home::kLawn || r.location != number) InvariantBroken("record not homed in its bucket");
-        if (r.ttl_ns != b.ttl_ns) InvariantBroken("record ttl differs from bucket ttl");
-        if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns) InvariantBroken("lane not FIFO");
-        if (r.deadline_ns > b.last_deadline) InvariantBroken("timer due after the bucket's last deadline");
+        if (r.prev != prev) InvariantBroken("Lawn", "broken back link");
+        if (LaneOf(t) != l) InvariantBroken("Lawn", "timer in another lane");
+        if (r.home != Home::kLawn || r.location != number)
+          InvariantBroken("Lawn", "record not homed in its bucket");
+        if (r.ttl_ns != b.ttl_ns) InvariantBroken("Lawn", "record ttl differs from bucket ttl");
+        if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns)
+          InvariantBroken("Lawn", "lane not FIFO");
+        if (r.deadline_ns > b.last_deadline)
+          InvariantBroken("Lawn", "timer due after the bucket's last deadline");
         latest = r.deadline_ns > latest ? r.deadline_ns : latest;
         prev = t;
         ++count;
       }
-      if (prev != lane.tail) InvariantBroken("tail is not the last record");
+      if (prev != lane.tail) InvariantBroken("Lawn", "tail is not the last record");
     }
-    if (count != b.count) InvariantBroken("bucket count");
-    if (latest != b.last_deadline) InvariantBroken("last_deadline is not the latest deadline held");
+    if (count != b.count) InvariantBroken("Lawn", "bucket count");
+    if (latest != b.last_deadline) InvariantBroken("Lawn", "last_deadline is not the latest deadline held");
     total += count;
   }
-  if (total != size_) InvariantBroken("size is not the sum of bucket counts");
+  if (total != size_) InvariantBroken("Lawn", "size is not the sum of bucket counts");
 }
 
 }  // namespace lawn

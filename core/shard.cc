@@ -1,22 +1,16 @@
 #include "core/shard.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
+#include "core/invariant.h"
 #include "core/prefetch.h"
 
 namespace lawn {
 
 namespace {
-
-[[noreturn]] void InvariantBroken(const char* what) {
-  std::fprintf(stderr, "lawn: Shard invariant broken: %s\n", what);
-  std::abort();
-}
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
@@ -123,7 +117,7 @@ void Shard::DropOrder(Group& group) {
 }
 
 void Shard::Forget(TimerRef ref) {
-  if (!index_.Erase(ref, pool_[ref].id_hash)) InvariantBroken("forgotten timer not in the index");
+  if (!index_.Erase(ref, pool_[ref].id_hash)) InvariantBroken("Shard", "forgotten timer not in the index");
   const uint16_t code = pool_[ref].group;
   if (Ordered(code)) EraseOrdered(code, ref);
   pool_.Free(ref);
@@ -170,7 +164,8 @@ void Shard::Unfile(TimerRef ref) {
     case Home::kLawn: lawn_.Remove(ref); break;
     case Home::kWheel: wheel_.Remove(ref); break;
     case Home::kHeld: Unhold(ref); break;
-    case Home::kNone: InvariantBroken("pending timer not filed");
+    case Home::kNone:
+      InvariantBroken("Shard", "pending timer not filed");
   }
 }
 
@@ -377,7 +372,7 @@ void Shard::Hold(TimerRef ref, uint16_t group) {
 void Shard::Unhold(TimerRef ref) {
   TimerRecord& r = pool_[ref];
   auto it = held_.find(r.location);
-  if (it == held_.end()) InvariantBroken("held timer's group has no list");
+  if (it == held_.end()) InvariantBroken("Shard", "held timer's group has no list");
   HeldList& list = it->second;
   UnlinkFromList(pool_, ref, list.head, list.tail);
   r.home = Home::kNone;
@@ -423,7 +418,7 @@ std::optional<uint64_t> Shard::NextDeadlineNs() const {
 }
 
 void Shard::SetTick(uint64_t tick_ns, uint64_t /*now_ns*/) {
-  if (tick_ns == 0) InvariantBroken("tick must be > 0");
+  if (tick_ns == 0) InvariantBroken("Shard", "tick must be > 0");
   tick_ns_ = tick_ns;
   wheel_.SetTick(tick_ns);  // Lawn is keyed by TTL and ordered by ns deadline: it does not depend on the tick.
 }
@@ -443,7 +438,7 @@ uint32_t Shard::PrefixOf(std::string_view rest) {
 Shard::OrderedRef Shard::OrderedRefOf(TimerRef ref) const { return {PrefixOf(pool_[ref].id()), ref}; }
 
 bool Shard::RequestOrder(std::string_view id, uint64_t now_ns, size_t* budget) {
-  if (!keep_ordered_) InvariantBroken("RequestOrder needs ShardOptions::ordered_index");
+  if (!keep_ordered_) InvariantBroken("Shard", "RequestOrder needs ShardOptions::ordered_index");
   const IdProbe probe = Probe(id);
   if (!probe.known) return true;  // No pending timer in that group: nothing to order.
   Group& group = groups_[probe.code];
@@ -487,11 +482,11 @@ size_t Shard::DropOrdersUnusedSince(uint64_t before_ns) {
 
 void Shard::VisitGroupInOrder(std::string_view after, bool inclusive,
                               absl::FunctionRef<bool(const TimerView&)> visit) const {
-  if (!keep_ordered_) InvariantBroken("VisitGroupInOrder needs ShardOptions::ordered_index");
+  if (!keep_ordered_) InvariantBroken("Shard", "VisitGroupInOrder needs ShardOptions::ordered_index");
   const IdProbe id = Probe(after);
   if (!id.known) return;  // No pending timer in that group.
   if (groups_[id.code].order != Order::kComplete) {
-    InvariantBroken("VisitGroupInOrder before RequestOrder completed");
+    InvariantBroken("Shard", "VisitGroupInOrder before RequestOrder completed");
   }
   const OrderedIndex& ordered = groups_[id.code].ordered;
   const OrderedProbe probe{PrefixOf(id.rest), id.rest};
@@ -512,82 +507,91 @@ size_t Shard::MemoryBytes() const {
 void Shard::CheckInvariants() const {
   lawn_.CheckInvariants();
   wheel_.CheckInvariants();
-  if (index_.size() != pool_.live()) InvariantBroken("index size differs from live records");
+  if (index_.size() != pool_.live()) InvariantBroken("Shard", "index size differs from live records");
   size_t ordered_size = 0;
   for (size_t code = 0; code < groups_.size(); ++code) {
     const OrderedIndex& ordered = groups_[code].ordered;
-    if (!keep_ordered_ && !ordered.empty()) InvariantBroken("ordered index kept without ordered_index");
-    if (groups_[code].order == Order::kNone && !ordered.empty()) InvariantBroken("unasked ordered index");
+    if (!keep_ordered_ && !ordered.empty())
+      InvariantBroken("Shard", "ordered index kept without ordered_index");
+    if (groups_[code].order == Order::kNone && !ordered.empty())
+      InvariantBroken("Shard", "unasked ordered index");
     // Without id_groups the one group's count is the pool's.
     const size_t timers = id_groups_ ? groups_[code].timers : pool_.live();
     if (groups_[code].order == Order::kComplete ? ordered.size() != timers : ordered.size() > timers) {
-      InvariantBroken("ordered index size differs from the group's timers");
+      InvariantBroken("Shard", "ordered index size differs from the group's timers");
     }
     ordered_size += ordered.size();
     for (auto it = ordered.begin(); it != ordered.end(); ++it) {
-      if (!index_.Contains(it->ref, pool_[it->ref].id_hash)) InvariantBroken("ordered index holds a dead ref");
-      if (pool_[it->ref].group != code) InvariantBroken("ordered index of another group holds the timer");
-      if (PrefixOf(pool_[it->ref].id()) != it->prefix) InvariantBroken("ordered key is stale");
+      if (!index_.Contains(it->ref, pool_[it->ref].id_hash))
+        InvariantBroken("Shard", "ordered index holds a dead ref");
+      if (pool_[it->ref].group != code)
+        InvariantBroken("Shard", "ordered index of another group holds the timer");
+      if (PrefixOf(pool_[it->ref].id()) != it->prefix) InvariantBroken("Shard", "ordered key is stale");
       if (std::next(it) != ordered.end() && !ordered.key_comp()(*it, *std::next(it))) {
-        InvariantBroken("ordered index out of order");
+        InvariantBroken("Shard", "ordered index out of order");
       }
     }
   }
-  if (ordered_size != ordered_entries_) InvariantBroken("ordered entry count");
+  if (ordered_size != ordered_entries_) InvariantBroken("Shard", "ordered entry count");
   if (lawn_.size() + wheel_.size() + held_count_ != pool_.live()) {
-    InvariantBroken("filed and held timers differ from live records");
+    InvariantBroken("Shard", "filed and held timers differ from live records");
   }
   size_t held = 0;
   for (const auto& [group, list] : held_) {
-    if (list.size == 0 || list.head == kNoTimer) InvariantBroken("empty held list kept");
+    if (list.size == 0 || list.head == kNoTimer) InvariantBroken("Shard", "empty held list kept");
     size_t n = 0;
     TimerRef prev = kNoTimer;
     for (TimerRef ref = list.head; ref != kNoTimer; ref = pool_[ref].next) {
       const TimerRecord& r = pool_[ref];
-      if (r.home != Home::kHeld || r.location != group || r.prev != prev) InvariantBroken("held list links");
+      if (r.home != Home::kHeld || r.location != group || r.prev != prev)
+        InvariantBroken("Shard", "held list links");
       prev = ref;
       ++n;
     }
-    if (n != list.size || prev != list.tail) InvariantBroken("held list size or tail");
+    if (n != list.size || prev != list.tail) InvariantBroken("Shard", "held list size or tail");
     held += n;
   }
-  if (held != held_count_) InvariantBroken("held count");
+  if (held != held_count_) InvariantBroken("Shard", "held count");
   std::vector<uint64_t> group_timers(groups_.size(), 0);
   std::vector<TimerRef> indexed;
   indexed.reserve(index_.size());
   index_.ForEach([&](TimerRef ref) { indexed.push_back(ref); });
   std::sort(indexed.begin(), indexed.end());
-  if (std::adjacent_find(indexed.begin(), indexed.end()) != indexed.end()) InvariantBroken("a ref indexed twice");
+  if (std::adjacent_find(indexed.begin(), indexed.end()) != indexed.end())
+    InvariantBroken("Shard", "a ref indexed twice");
   for (TimerRef ref : indexed) {
     const TimerRecord& r = pool_[ref];
     const std::string whole = ViewOf(ref).Key();
-    if (r.home == Home::kNone) InvariantBroken("indexed timer not filed");
-    if (Find(whole) != ref) InvariantBroken("index lookup does not find the record");
-    if (r.id_hash != TimerIdHash(whole)) InvariantBroken("stale id hash");
+    if (r.home == Home::kNone) InvariantBroken("Shard", "indexed timer not filed");
+    if (Find(whole) != ref) InvariantBroken("Shard", "index lookup does not find the record");
+    if (r.id_hash != TimerIdHash(whole)) InvariantBroken("Shard", "stale id hash");
     if (!id_groups_) {
-      if (r.group != 0) InvariantBroken("a group code without id_groups");
+      if (r.group != 0) InvariantBroken("Shard", "a group code without id_groups");
       continue;
     }
-    if (r.group >= groups_.size() || groups_[r.group].timers == 0) InvariantBroken("record's code names no group");
+    if (r.group >= groups_.size() || groups_[r.group].timers == 0)
+      InvariantBroken("Shard", "record's code names no group");
     if (groups_[r.group].name.empty() ? r.group != no_group_code_ : GroupOf(whole) != groups_[r.group].name) {
-      InvariantBroken("record's code names another group");
+      InvariantBroken("Shard", "record's code names another group");
     }
     ++group_timers[r.group];
   }
   if (!id_groups_) {
-    if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty()) InvariantBroken("group table used");
+    if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty())
+      InvariantBroken("Shard", "group table used");
     return;
   }
   for (size_t code = 0; code < groups_.size(); ++code) {
     const Group& g = groups_[code];
-    if (group_timers[code] != g.timers) InvariantBroken("group's timer count");
-    if (g.timers == 0 && !g.name.empty()) InvariantBroken("free group code keeps a name");
+    if (group_timers[code] != g.timers) InvariantBroken("Shard", "group's timer count");
+    if (g.timers == 0 && !g.name.empty()) InvariantBroken("Shard", "free group code keeps a name");
     if (g.timers != 0 && !g.name.empty()) {
       auto it = group_codes_.find(g.name);  // std::string: no conversion needed.
-      if (it == group_codes_.end() || it->second != code) InvariantBroken("group table and its names differ");
+      if (it == group_codes_.end() || it->second != code)
+        InvariantBroken("Shard", "group table and its names differ");
     }
   }
-  if (groups() + free_group_codes_.size() != groups_.size()) InvariantBroken("group codes lost");
+  if (groups() + free_group_codes_.size() != groups_.size()) InvariantBroken("Shard", "group codes lost");
 }
 
 }  // namespace lawn

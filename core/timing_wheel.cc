@@ -1,19 +1,13 @@
 #include "core/timing_wheel.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
+#include "core/invariant.h"
 #include "core/prefetch.h"
 
 namespace lawn {
 
 namespace {
-
-[[noreturn]] void InvariantBroken(const char* what) {
-  std::fprintf(stderr, "lawn: TimingWheel invariant broken: %s\n", what);
-  std::abort();
-}
 
 // Level at which deadline tick `t` is filed relative to `elapsed`: the kSlotBits-bit digit holding the most
 // significant differing bit. `| (kSlots - 1)` makes equal values (and differences only in digit 0) level 0.
@@ -109,7 +103,7 @@ bool TimingWheel::NextInLevel(int level, int* slot, uint64_t* start) const {
   const int digit = static_cast<int>((elapsed_ >> shift) & (kSlots - 1));
   // Every occupied slot has a digit >= elapsed's (see the invariants), so no wrap-around search is needed.
   *slot = l.FirstMarkedFrom(digit);
-  if (*slot < 0) InvariantBroken("occupied slot behind elapsed");
+  if (*slot < 0) InvariantBroken("TimingWheel", "occupied slot behind elapsed");
   // A slot at elapsed's own digit started in the past (a higher-level one waits for its cascade): due now.
   *start = *slot == digit ? elapsed_ : HighBits(elapsed_, level) | (uint64_t(*slot) << shift);
   return true;
@@ -183,33 +177,33 @@ void TimingWheel::CheckInvariants() const {
   size_t total = 0;
   for (int level = 0; level < kLevels; ++level) {
     const Level& l = levels_[level];
-    if (((levels_in_use_ >> level) & 1) != !l.Empty()) InvariantBroken("level mask");
+    if (((levels_in_use_ >> level) & 1) != !l.Empty()) InvariantBroken("TimingWheel", "level mask");
     const int digit = static_cast<int>((elapsed_ >> (level * kSlotBits)) & (kSlots - 1));
     for (int slot = 0; slot < kSlots; ++slot) {
       const bool occupied = std::any_of(l.head[slot].begin(), l.head[slot].end(),
                                         [](TimerRef head) { return head != kNoTimer; });
-      if (l.Marked(slot) != occupied) InvariantBroken("occupancy bitmap");
-      if (occupied && slot < digit) InvariantBroken("occupied slot behind elapsed");
+      if (l.Marked(slot) != occupied) InvariantBroken("TimingWheel", "occupancy bitmap");
+      if (occupied && slot < digit) InvariantBroken("TimingWheel", "occupied slot behind elapsed");
       for (int lane = 0; lane < kLanes; ++lane) {
         TimerRef prev = kNoTimer;
         for (TimerRef ref = l.head[slot][lane]; ref != kNoTimer; ref = pool_[ref].next) {
           const TimerRecord& r = pool_[ref];
-          if (r.prev != prev) InvariantBroken("broken back link");
-          if (LaneOf(ref) != lane) InvariantBroken("timer in another lane");
+          if (r.prev != prev) InvariantBroken("TimingWheel", "broken back link");
+          if (LaneOf(ref) != lane) InvariantBroken("TimingWheel", "timer in another lane");
           if (r.home != Home::kWheel || r.location != level * kSlots + slot)
-            InvariantBroken("record location");
+            InvariantBroken("TimingWheel", "record location");
           const uint64_t t = std::max(DeadlineTick(r.deadline_ns), elapsed_);
           if (HighBits(t, level) != HighBits(elapsed_, level))
-            InvariantBroken("timer outside its level's span");
+            InvariantBroken("TimingWheel", "timer outside its level's span");
           if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot)
-            InvariantBroken("wrong slot");
+            InvariantBroken("TimingWheel", "wrong slot");
           prev = ref;
           ++total;
         }
       }
     }
   }
-  if (total != size_) InvariantBroken("size");
+  if (total != size_) InvariantBroken("TimingWheel", "size");
 }
 
 }  // namespace lawn

@@ -41,7 +41,7 @@ constexpr std::string_view kCurrentText =
 constexpr char kLogDir[] = "log";
 constexpr char kSnapshotPrefix[] = "snapshot-";
 constexpr char kSnapshotSuffix[] = ".lawnsnap";
-constexpr auto kGuardInterval = std::chrono::seconds(1);
+constexpr auto kLogGuardInterval = std::chrono::seconds(1);
 
 // The whole file at `path`; nullopt if it does not exist.
 absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path) {
@@ -93,14 +93,20 @@ absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::s
   return SyncDir(dir);
 }
 
-struct Manifest {
+}  // namespace
+
+// Outside the anonymous namespace: LogTimerStore::Rep holds one, and a member whose type has internal linkage
+// is an error in waiting (GCC warns of it in unity builds).
+struct LogManifest {
   std::string snapshot;         // File name in the data dir; empty: no snapshot yet.
   uint64_t first_sequence = 1;  // The first log sequence the snapshot does not cover.
 };
 
-absl::StatusOr<Manifest> ParseManifest(const std::string& path, const std::string& text) {
+namespace {
+
+absl::StatusOr<LogManifest> ParseManifest(const std::string& path, const std::string& text) {
   // "snapshot <file> <sequence>\n"
-  Manifest m;
+  LogManifest m;
   std::string word;
   std::string sequence;
   const size_t first_space = text.find(' ');
@@ -133,7 +139,7 @@ struct LogTimerStore::Rep {
   bool syncing ABSL_GUARDED_BY(mu) = false;
   absl::CondVar synced_cv;
   // The snapshot in force and where the log after it starts.
-  Manifest manifest ABSL_GUARDED_BY(mu);
+  LogManifest manifest ABSL_GUARDED_BY(mu);
   uint64_t manifest_segment ABSL_GUARDED_BY(mu) = 0;  // Segment holding manifest.first_sequence.
   // Free space CheckSpace keeps besides min_free_disk_bytes: a segment and the snapshot's size (room for the
   // next rotation and the next snapshot). Read on the write path without mu.
@@ -268,7 +274,7 @@ struct LogTimerStore::Rep {
     const uint64_t need = options.min_free_disk_bytes + reserve + bytes;
     // Writes inside a segment take no disk: free space changes at rotations and snapshots, which the
     // reserve covers, so a statvfs a second is enough; a refusal is always based on a fresh one.
-    if (!guard_valid || now - guard_checked_at >= kGuardInterval || guard_free < need) {
+    if (!guard_valid || now - guard_checked_at >= kLogGuardInterval || guard_free < need) {
       struct statvfs st;
       if (statvfs(options.path.c_str(), &st) != 0) return FileError("statvfs", options.path, errno);
       guard_free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
@@ -288,7 +294,7 @@ struct LogTimerStore::Rep {
   // written over while it lives: the caller holds mu, or the delta is Open's, dropped before the first
   // write). `end` (optional) receives where the log ends; `first_segment` the segment of the first record
   // read (0: none).
-  absl::Status ReadLog(const Manifest& m, LogDelta* delta, RoundLogEnd* end, uint64_t* first_segment) {
+  absl::Status ReadLog(const LogManifest& m, LogDelta* delta, RoundLogEnd* end, uint64_t* first_segment) {
     RoundLogEnd local_end;
     uint64_t first = 0;
     std::vector<std::unique_ptr<MappedFile>> mapped;
@@ -326,7 +332,7 @@ struct LogTimerStore::Rep {
     return absl::OkStatus();
   }
 
-  std::string SnapshotPath(const Manifest& m) const {
+  std::string SnapshotPath(const LogManifest& m) const {
     return m.snapshot.empty() ? "" : absl::StrCat(options.path, "/", m.snapshot);
   }
 
@@ -345,10 +351,10 @@ struct LogTimerStore::Rep {
     return logstore::MergeState(SnapshotPath(manifest), *delta, emit, on_corrupt);
   }
 
-  absl::Status Fold(const Manifest& from, uint64_t from_segment, uint64_t through, uint64_t through_segment,
-                    Manifest* to, uint64_t* bytes);
+  absl::Status Fold(const LogManifest& from, uint64_t from_segment, uint64_t through,
+                    uint64_t through_segment, LogManifest* to, uint64_t* bytes);
   void FoldLoop();
-  absl::Status CopyForCheckpoint(const std::string& to, const Manifest& m, uint64_t first_segment,
+  absl::Status CopyForCheckpoint(const std::string& to, const LogManifest& m, uint64_t first_segment,
                                  uint64_t last_segment, uint64_t last_bytes);
 };
 
@@ -356,7 +362,7 @@ struct LogTimerStore::Rep {
 // [first_segment, last_segment] of the log, the last one only up to `last_bytes` (what was appended when the
 // checkpoint began; the reader takes the end of the copy for the log's end). Those segments are complete and
 // unchanging meanwhile: records are only appended after `last_bytes`, and no snapshot retires them.
-absl::Status LogTimerStore::Rep::CopyForCheckpoint(const std::string& to, const Manifest& m,
+absl::Status LogTimerStore::Rep::CopyForCheckpoint(const std::string& to, const LogManifest& m,
                                                    uint64_t first_segment, uint64_t last_segment,
                                                    uint64_t last_bytes) {
   const std::string& from = options.path;
@@ -406,8 +412,8 @@ absl::Status LogTimerStore::Rep::CopyForCheckpoint(const std::string& to, const 
 // Reads segments [from_segment, through_segment) after `from`'s snapshot and writes the snapshot of the log
 // before `through`. Touches only files nobody writes: those segments were synced and left, and nothing
 // retires them before this returns.
-absl::Status LogTimerStore::Rep::Fold(const Manifest& from, uint64_t from_segment, uint64_t through,
-                                      uint64_t through_segment, Manifest* to, uint64_t* bytes) {
+absl::Status LogTimerStore::Rep::Fold(const LogManifest& from, uint64_t from_segment, uint64_t through,
+                                      uint64_t through_segment, LogManifest* to, uint64_t* bytes) {
   LogDelta delta;
   delta.Reserve((through_segment - from_segment) * options.segment_bytes);
   RoundLogScanner scanner(log_dir, from.first_sequence);
@@ -456,12 +462,12 @@ void LogTimerStore::Rep::FoldLoop() {
   while (true) {
     while (!stop && !(folding && failed.ok())) fold_cv.Wait(&mu);
     if (stop) return;
-    const Manifest from = manifest;
+    const LogManifest from = manifest;
     const uint64_t from_segment = manifest_segment;
     const uint64_t through = fold_sequence;
     const uint64_t through_segment = fold_segment;
     mu.Unlock();
-    Manifest to;
+    LogManifest to;
     uint64_t bytes = 0;
     // Room for the new snapshot beside the old one, at most the old one plus the log it folds, and for the
     // writers' next rotation: writing it then never takes what a write admitted by CheckSpace needs (a
@@ -548,7 +554,7 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
     LAWN_RETURN_IF_ERROR(ReplaceFile(dir, "LAWN_FORMAT", absl::StrCat(kFormatVersion, "\n")));
   }
 
-  Manifest manifest;
+  LogManifest manifest;
   LAWN_ASSIGN_OR_RETURN(std::optional<std::string> manifest_text, ReadWholeFile(dir + "/MANIFEST"));
   if (manifest_text) {
     LAWN_ASSIGN_OR_RETURN(manifest, ParseManifest(dir + "/MANIFEST", *manifest_text));
@@ -728,7 +734,7 @@ absl::Status LogTimerStore::Checkpoint(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec))
     return absl::FailedPreconditionError(absl::StrCat("checkpoint dir ", dir, " already exists"));
-  Manifest m;
+  LogManifest m;
   uint64_t first_segment = 0;
   uint64_t last_segment = 0;
   uint64_t last_bytes = 0;

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/client/cli_testing.h"
 
 namespace lawn {
 namespace {
 
+using cli_testing::UnixSeconds;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -25,10 +27,6 @@ std::string ParseError(std::vector<std::string> args) {
   if (parsed.ok()) return "";
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   return std::string(parsed.status().message());
-}
-
-std::chrono::system_clock::time_point UnixSeconds(int64_t s) {
-  return std::chrono::system_clock::time_point(seconds(s));
 }
 
 // ---- Commands and flags

@@ -6,20 +6,18 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/client/cli_testing.h"
 
 namespace lawn {
 namespace {
 
+using cli_testing::UnixSeconds;
 using std::chrono::hours;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
-
-std::chrono::system_clock::time_point UnixSeconds(int64_t s) {
-  return std::chrono::system_clock::time_point(seconds(s));
-}
 
 // ---- Durations
 // ---------------------------------------------------------------------------------------------

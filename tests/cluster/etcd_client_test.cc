@@ -13,15 +13,9 @@ namespace {
 
 using testing::EtcdProcess;
 
-std::unique_ptr<EtcdClient> Connect(const std::string& endpoint) {
-  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect({.endpoints = {endpoint}});
-  EXPECT_TRUE(client.ok()) << client.status();
-  return std::move(client).value();
-}
-
 TEST(EtcdClientTest, PutGetPrefixAndDelete) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   ASSERT_TRUE(client->Put("/t/members/b", "127.0.0.1:2").ok());
   absl::StatusOr<int64_t> rev = client->Put("/t/members/a", "127.0.0.1:1");
   ASSERT_TRUE(rev.ok()) << rev.status();
@@ -49,7 +43,7 @@ TEST(EtcdClientTest, PutGetPrefixAndDelete) {
 
 TEST(EtcdClientTest, GetPrefixesReadsSeveralFamiliesAtOneRevision) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   ASSERT_TRUE(client->Put("/t/members/a", "1").ok());
   ASSERT_TRUE(client->Put("/t/owners/0", "a").ok());
   ASSERT_TRUE(client->Put("/t/owners/1", "a").ok());
@@ -78,7 +72,7 @@ TEST(EtcdClientTest, GetPrefixesReadsSeveralFamiliesAtOneRevision) {
 
 TEST(EtcdClientTest, PutIfModRevisionWritesOnlyOnTheExpectedEpoch) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   // Revision 0: create only if absent.
   absl::StatusOr<std::optional<int64_t>> first = client->PutIfModRevision("/t/owners/7", "m1", 0);
   ASSERT_TRUE(first.ok() && first->has_value()) << first.status();
@@ -98,7 +92,7 @@ TEST(EtcdClientTest, PutIfModRevisionWritesOnlyOnTheExpectedEpoch) {
 
 TEST(EtcdClientTest, OfConcurrentClaimsOnOneEpochExactlyOneWins) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   const int64_t epoch = **client->PutIfModRevision("/t/owners/1", "old", 0);
   constexpr int kClaimers = 8;
   std::atomic<int> wins{0}, losses{0};
@@ -117,7 +111,7 @@ TEST(EtcdClientTest, OfConcurrentClaimsOnOneEpochExactlyOneWins) {
 
 TEST(EtcdClientTest, KeysUnderARevokedLeaseGoAndItCannotBeRenewed) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   absl::StatusOr<int64_t> lease = client->GrantLease(std::chrono::seconds(30));
   ASSERT_TRUE(lease.ok()) << lease.status();
   ASSERT_TRUE(client->Put("/t/members/m", "addr", *lease).ok());

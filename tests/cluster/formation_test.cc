@@ -20,15 +20,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::EtcdProcess;
 
-std::unique_ptr<EtcdClient> Connect(const std::string& endpoint) {
-  auto client = EtcdClient::Connect({.endpoints = {endpoint}});
-  EXPECT_TRUE(client.ok()) << client.status();
-  return std::move(client).value();
-}
-
 TEST(FormationTest, ThePartitionCountIsAgreedOnceAndAMismatchIsRefused) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   std::vector<std::thread> members;
   std::atomic<int> agreed{0};
   for (int i = 0; i < 4; ++i) {
@@ -46,7 +40,7 @@ TEST(FormationTest, ThePartitionCountIsAgreedOnceAndAMismatchIsRefused) {
 
 TEST(FormationTest, OneMemberLeadsAtATimeAndLeadershipEndsWithItsLease) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   const int64_t a = *client->GrantLease(seconds(30));
   const int64_t b = *client->GrantLease(seconds(30));
   EXPECT_TRUE(*TryLead(*client, "c", "m-a", a));
@@ -59,7 +53,7 @@ TEST(FormationTest, OneMemberLeadsAtATimeAndLeadershipEndsWithItsLease) {
 
 TEST(FormationTest, ANewClusterClaimsEveryPartitionOnceBalancedAndAJoinLeavesMovesToTheHandOver) {
   EtcdProcess etcd;
-  auto client = Connect(etcd.endpoint());
+  auto client = etcd.Client(EtcdClientOptions{}.call_timeout);
   constexpr uint32_t kPartitions = 64;
   ASSERT_TRUE(AgreePartitions(*client, "c", kPartitions).ok());
   std::vector<std::unique_ptr<LeaseKeeper>> keepers;

@@ -11,6 +11,7 @@ namespace lawn {
 namespace {
 
 using config_testing::IsInvalid;
+using config_testing::ResolvedDefaults;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
@@ -25,12 +26,6 @@ bool Help(const std::vector<std::string>& args) {
   std::vector<const char*> argv = {"lawnd"};
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   return WantsHelp(static_cast<int>(argv.size()), argv.data());
-}
-
-Options ResolvedDefaults() {
-  Options options;
-  EXPECT_TRUE(Validate(options).ok());
-  return options;
 }
 
 TEST(CommandLineTest, NoFlagsGiveTheDefaults) { EXPECT_EQ(Parse({}).value(), ResolvedDefaults()); }

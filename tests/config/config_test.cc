@@ -20,19 +20,13 @@ namespace lawn {
 namespace {
 
 using config_testing::IsInvalid;
+using config_testing::kKiB;
+using config_testing::kMiB;
+using config_testing::ResolvedDefaults;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
-
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * kKiB;
-
-Options ResolvedDefaults() {
-  Options options;
-  EXPECT_TRUE(Validate(options).ok());
-  return options;
-}
 
 // The keys in DescribeOptions order, which is Options declaration order.
 std::vector<std::string> AllKeys() {

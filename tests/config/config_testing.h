@@ -1,14 +1,27 @@
 // Helpers shared by the config tests: a status assertion and a per-test temporary file.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "config/config.h"
+#include "config/options.h"
 #include "gtest/gtest.h"
 
 namespace lawn::config_testing {
+
+inline constexpr uint64_t kKiB = 1024;
+inline constexpr uint64_t kMiB = 1024 * kKiB;
+
+// The default Options, checked to validate (as Validate leaves them).
+inline Options ResolvedDefaults() {
+  Options options;
+  EXPECT_TRUE(Validate(options).ok());
+  return options;
+}
 
 // Success if `status` has `code` and its message contains `needle`; else says what it got.
 inline ::testing::AssertionResult HasError(const absl::Status& status, absl::StatusCode code,

@@ -12,14 +12,13 @@ namespace lawn {
 namespace {
 
 using config_testing::IsInvalid;
+using config_testing::kKiB;
 using std::chrono::hours;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
-
-constexpr uint64_t kKiB = 1024;
 
 TEST(ParseDurationTest, AcceptsEveryUnit) {
   EXPECT_EQ(ParseDuration("100ns").value(), nanoseconds(100));

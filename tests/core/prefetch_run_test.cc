@@ -16,9 +16,8 @@ namespace lawn {
 namespace {
 
 using ::lawn::test::kSec;
+using ::lawn::test::kT0;
 using ::lawn::test::TtlSpec;
-
-constexpr uint64_t kT0 = 1000 * kSec;
 
 TEST(PrefetchRunTest, RunsEveryOperationOnceInOrderAndHashesEachIdOnce) {
   for (size_t n : {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 100}) {

@@ -19,10 +19,9 @@ namespace {
 using ::lawn::test::AtSpec;
 using ::lawn::test::kMs;
 using ::lawn::test::kSec;
+using ::lawn::test::kT0;
 using ::lawn::test::Replacing;
 using ::lawn::test::TtlSpec;
-
-constexpr uint64_t kT0 = 1000 * kSec;
 
 // Admits timers whose id starts with a letter in `open`, holds the others in group = first letter.
 struct Gate {

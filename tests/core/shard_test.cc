@@ -19,10 +19,9 @@ using ::lawn::test::FiredCopy;
 using ::lawn::test::Ids;
 using ::lawn::test::kMs;
 using ::lawn::test::kSec;
+using ::lawn::test::kT0;
 using ::lawn::test::Replacing;
 using ::lawn::test::TtlSpec;
-
-constexpr uint64_t kT0 = 1000 * kSec;  // An arbitrary non-zero origin.
 
 TEST(ShardTest, StartStoresTimerVisibleThroughGet) {
   Shard shard;

@@ -14,6 +14,7 @@ namespace lawn::test {
 inline constexpr uint64_t kUs = 1'000;
 inline constexpr uint64_t kMs = 1'000'000;
 inline constexpr uint64_t kSec = 1'000'000'000;
+inline constexpr uint64_t kT0 = 1000 * kSec;  // An arbitrary non-zero origin of the tests' clocks.
 
 inline StartSpec TtlSpec(std::string_view id, uint64_t ttl_ns, std::string_view payload = "",
                          uint64_t interval_ns = 0) {

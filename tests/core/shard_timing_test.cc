@@ -20,12 +20,11 @@ using ::lawn::test::FiredCopy;
 using ::lawn::test::Ids;
 using ::lawn::test::kMs;
 using ::lawn::test::kSec;
+using ::lawn::test::kT0;
 using ::lawn::test::kUs;
 using ::lawn::test::Replacing;
 using ::lawn::test::Rng;
 using ::lawn::test::TtlSpec;
-
-constexpr uint64_t kT0 = 1000 * kSec;
 
 ShardOptions WithTick(uint64_t tick_ns) {
   ShardOptions options;

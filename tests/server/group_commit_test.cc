@@ -33,14 +33,14 @@ class GateCommand final : public ShardCommand {
 };
 
 // Writes one timer record; on Done records whether the write was already in the store and its status.
-class PutCommand final : public ShardCommand {
+class CheckedPutCommand final : public ShardCommand {
  public:
   struct Result {
     std::atomic<int> done{0};
     std::atomic<int> ok{0};
     std::atomic<int> stored_before_answer{0};
   };
-  PutCommand(std::string key, MemoryTimerStore* store, Result* result)
+  CheckedPutCommand(std::string key, MemoryTimerStore* store, Result* result)
       : key_(std::move(key)), store_(store), result_(result) {}
   void Apply(ShardContext& ctx) override { ctx.batch()->PutTimer(key_, 1, 1, 0, ""); }
   void Done(const absl::Status& status) override {
@@ -70,12 +70,13 @@ class GroupCommitTest : public ::testing::Test {
     ASSERT_TRUE(runtime_->WaitUntilReady().ok());
   }
   // Queues `n` puts while the worker is held in a round, then lets it go; waits for every answer.
-  void PutWhileHeld(int n, PutCommand::Result* result) {
+  void PutWhileHeld(int n, CheckedPutCommand::Result* result) {
     absl::Notification entered, release;
     runtime_->Submit(0, std::make_unique<GateCommand>(&entered, &release));
     entered.WaitForNotification();
     for (int i = 0; i < n; ++i) {
-      runtime_->Submit(0, std::make_unique<PutCommand>(std::string("ns\0k", 4) + std::to_string(i), store_, result));
+      runtime_->Submit(0, std::make_unique<CheckedPutCommand>(std::string("ns\0k", 4) + std::to_string(i),
+                                                              store_, result));
     }
     release.Notify();
     while (result->done.load() < n) std::this_thread::yield();
@@ -86,7 +87,7 @@ class GroupCommitTest : public ::testing::Test {
 
 TEST_F(GroupCommitTest, CommandsQueuedDuringARoundShareOneSyncedWriteAndAreAnsweredAfterIt) {
   const uint64_t syncs_before = store_->sync_count();
-  PutCommand::Result result;
+  CheckedPutCommand::Result result;
   PutWhileHeld(50, &result);
   EXPECT_EQ(result.ok.load(), 50);
   EXPECT_EQ(result.stored_before_answer.load(), 50) << "an answer came before its write";
@@ -96,7 +97,7 @@ TEST_F(GroupCommitTest, CommandsQueuedDuringARoundShareOneSyncedWriteAndAreAnswe
 
 TEST_F(GroupCommitTest, AFailedWriteFailsEveryCommandOfTheRoundAndTheRuntime) {
   store_->FailWritesWith(absl::UnavailableError("disk gone"));
-  PutCommand::Result result;
+  CheckedPutCommand::Result result;
   PutWhileHeld(10, &result);
   EXPECT_EQ(result.ok.load(), 0);
   EXPECT_EQ(store_->timer_count(), 0u);
