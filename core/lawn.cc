@@ -240,13 +240,16 @@ void Lawn::CheckInvariants() const {
         const TimerRecord& r = pool_[t];
         if (r.prev != prev) InvariantBroken("Lawn", "broken back link");
         if (LaneOf(t) != l) InvariantBroken("Lawn", "timer in another lane");
-        if (r.home != Home::kLawn || r.location != number)
+        if (r.home != Home::kLawn || r.location != number) {
           InvariantBroken("Lawn", "record not homed in its bucket");
+        }
         if (r.ttl_ns != b.ttl_ns) InvariantBroken("Lawn", "record ttl differs from bucket ttl");
-        if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns)
+        if (prev != kNoTimer && pool_[prev].deadline_ns > r.deadline_ns) {
           InvariantBroken("Lawn", "lane not FIFO");
-        if (r.deadline_ns > b.last_deadline)
+        }
+        if (r.deadline_ns > b.last_deadline) {
           InvariantBroken("Lawn", "timer due after the bucket's last deadline");
+        }
         latest = r.deadline_ns > latest ? r.deadline_ns : latest;
         prev = t;
         ++count;

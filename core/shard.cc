@@ -511,10 +511,12 @@ void Shard::CheckInvariants() const {
   size_t ordered_size = 0;
   for (size_t code = 0; code < groups_.size(); ++code) {
     const OrderedIndex& ordered = groups_[code].ordered;
-    if (!keep_ordered_ && !ordered.empty())
+    if (!keep_ordered_ && !ordered.empty()) {
       InvariantBroken("Shard", "ordered index kept without ordered_index");
-    if (groups_[code].order == Order::kNone && !ordered.empty())
+    }
+    if (groups_[code].order == Order::kNone && !ordered.empty()) {
       InvariantBroken("Shard", "unasked ordered index");
+    }
     // Without id_groups the one group's count is the pool's.
     const size_t timers = id_groups_ ? groups_[code].timers : pool_.live();
     if (groups_[code].order == Order::kComplete ? ordered.size() != timers : ordered.size() > timers) {
@@ -522,10 +524,12 @@ void Shard::CheckInvariants() const {
     }
     ordered_size += ordered.size();
     for (auto it = ordered.begin(); it != ordered.end(); ++it) {
-      if (!index_.Contains(it->ref, pool_[it->ref].id_hash))
+      if (!index_.Contains(it->ref, pool_[it->ref].id_hash)) {
         InvariantBroken("Shard", "ordered index holds a dead ref");
-      if (pool_[it->ref].group != code)
+      }
+      if (pool_[it->ref].group != code) {
         InvariantBroken("Shard", "ordered index of another group holds the timer");
+      }
       if (PrefixOf(pool_[it->ref].id()) != it->prefix) InvariantBroken("Shard", "ordered key is stale");
       if (std::next(it) != ordered.end() && !ordered.key_comp()(*it, *std::next(it))) {
         InvariantBroken("Shard", "ordered index out of order");
@@ -543,8 +547,9 @@ void Shard::CheckInvariants() const {
     TimerRef prev = kNoTimer;
     for (TimerRef ref = list.head; ref != kNoTimer; ref = pool_[ref].next) {
       const TimerRecord& r = pool_[ref];
-      if (r.home != Home::kHeld || r.location != group || r.prev != prev)
+      if (r.home != Home::kHeld || r.location != group || r.prev != prev) {
         InvariantBroken("Shard", "held list links");
+      }
       prev = ref;
       ++n;
     }
@@ -557,8 +562,9 @@ void Shard::CheckInvariants() const {
   indexed.reserve(index_.size());
   index_.ForEach([&](TimerRef ref) { indexed.push_back(ref); });
   std::sort(indexed.begin(), indexed.end());
-  if (std::adjacent_find(indexed.begin(), indexed.end()) != indexed.end())
+  if (std::adjacent_find(indexed.begin(), indexed.end()) != indexed.end()) {
     InvariantBroken("Shard", "a ref indexed twice");
+  }
   for (TimerRef ref : indexed) {
     const TimerRecord& r = pool_[ref];
     const std::string whole = ViewOf(ref).Key();
@@ -569,16 +575,18 @@ void Shard::CheckInvariants() const {
       if (r.group != 0) InvariantBroken("Shard", "a group code without id_groups");
       continue;
     }
-    if (r.group >= groups_.size() || groups_[r.group].timers == 0)
+    if (r.group >= groups_.size() || groups_[r.group].timers == 0) {
       InvariantBroken("Shard", "record's code names no group");
+    }
     if (groups_[r.group].name.empty() ? r.group != no_group_code_ : GroupOf(whole) != groups_[r.group].name) {
       InvariantBroken("Shard", "record's code names another group");
     }
     ++group_timers[r.group];
   }
   if (!id_groups_) {
-    if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty())
+    if (groups_.size() != 1 || no_group_code_ != 0 || !group_codes_.empty()) {
       InvariantBroken("Shard", "group table used");
+    }
     return;
   }
   for (size_t code = 0; code < groups_.size(); ++code) {
@@ -587,8 +595,9 @@ void Shard::CheckInvariants() const {
     if (g.timers == 0 && !g.name.empty()) InvariantBroken("Shard", "free group code keeps a name");
     if (g.timers != 0 && !g.name.empty()) {
       auto it = group_codes_.find(g.name);  // std::string: no conversion needed.
-      if (it == group_codes_.end() || it->second != code)
+      if (it == group_codes_.end() || it->second != code) {
         InvariantBroken("Shard", "group table and its names differ");
+      }
     }
   }
   if (groups() + free_group_codes_.size() != groups_.size()) InvariantBroken("Shard", "group codes lost");

@@ -190,13 +190,16 @@ void TimingWheel::CheckInvariants() const {
           const TimerRecord& r = pool_[ref];
           if (r.prev != prev) InvariantBroken("TimingWheel", "broken back link");
           if (LaneOf(ref) != lane) InvariantBroken("TimingWheel", "timer in another lane");
-          if (r.home != Home::kWheel || r.location != level * kSlots + slot)
+          if (r.home != Home::kWheel || r.location != level * kSlots + slot) {
             InvariantBroken("TimingWheel", "record location");
+          }
           const uint64_t t = std::max(DeadlineTick(r.deadline_ns), elapsed_);
-          if (HighBits(t, level) != HighBits(elapsed_, level))
+          if (HighBits(t, level) != HighBits(elapsed_, level)) {
             InvariantBroken("TimingWheel", "timer outside its level's span");
-          if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot)
+          }
+          if (static_cast<int>((t >> (level * kSlotBits)) & (kSlots - 1)) != slot) {
             InvariantBroken("TimingWheel", "wrong slot");
+          }
           prev = ref;
           ++total;
         }

@@ -95,8 +95,8 @@ absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::s
 
 }  // namespace
 
-// Outside the anonymous namespace: LogTimerStore::Rep holds one, and a member whose type has internal linkage
-// is an error in waiting (GCC warns of it in unity builds).
+// Outside the anonymous namespace: LogTimerStore::Rep (external linkage) holds one, which GCC's
+// -Wsubobject-linkage reports when this file is compiled inside a unity batch.
 struct LogManifest {
   std::string snapshot;         // File name in the data dir; empty: no snapshot yet.
   uint64_t first_sequence = 1;  // The first log sequence the snapshot does not cover.
