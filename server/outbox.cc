@@ -69,7 +69,7 @@ void Outbox::CollectWakeable(std::vector<std::shared_ptr<Subscriber>>* out) {
   }
 }
 
-void Outbox::Publish(std::vector<Delivery> deliveries, bool reserved) {
+void Outbox::Publish(absl::Span<Delivery> deliveries, bool reserved) {
   if (!reserved) {
     uint64_t bytes = 0;
     for (const Delivery& d : deliveries) bytes += d.Charge();

@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "server/delivery.h"
 
 namespace lawn {
@@ -95,7 +96,11 @@ class Outbox {
 
   // Adds persisted expirations to the ready queue (and a copy to each observer), waking idle subscribers.
   // `reserved`: room was reserved with TryReserve (workers); false for recovery, which charges them now.
-  void Publish(std::vector<Delivery> deliveries, bool reserved);
+  // The deliveries are moved from.
+  void Publish(absl::Span<Delivery> deliveries, bool reserved);
+  void Publish(std::vector<Delivery> deliveries, bool reserved) {
+    Publish(absl::MakeSpan(deliveries), reserved);
+  }
 
   void AddSubscriber(std::shared_ptr<Subscriber> subscriber);
   // Detaches a subscriber; whatever it held unacked becomes ready again at once. Idempotent.

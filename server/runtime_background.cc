@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/thread_name.h"
 #include "server/runtime.h"
 #include "server/worker_commands.h"
 #include "spdlog/spdlog.h"
@@ -16,6 +17,7 @@ constexpr uint64_t kRedeliveryLogPeriodNs = 10'000'000'000;
 }  // namespace
 
 void Runtime::Background() {
+  NameThisThread("lawn-background");
   const uint64_t ack_timeout = static_cast<uint64_t>(options_.ack_timeout.count());
   // Redelivery needs no finer resolution than a tenth of the ack timeout (at most 100 ms).
   auto period = std::chrono::nanoseconds(std::min<uint64_t>(ack_timeout / 10, 100'000'000));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "base/thread_name.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
 #include "server/worker_commands.h"
@@ -35,6 +36,7 @@ Delivery Runtime::DeliveryOf(const StoredExpiration& e) {
 }
 
 void Runtime::Recover() {
+  NameThisThread("lawn-recovery");
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<RecoveredTimer>> pending(workers_.size());
   uint64_t timers = 0, expirations = 0;

@@ -25,14 +25,24 @@ class NamespaceState;
 struct ShardRound {
   std::vector<std::unique_ptr<ShardCommand>> commands;  // Applied; answered after the write.
   StoreBatch batch;
-  std::vector<std::pair<NamespaceState*, Delivery>> deliveries;  // Fired; published after the write.
+  std::vector<Delivery> deliveries;  // Fired; published after the write.
+  // Each run of `deliveries` in one namespace: its namespace and where it ends. Kept apart from the
+  // deliveries so that a run is published as it lies (no copy into a list per namespace).
+  std::vector<std::pair<NamespaceState*, size_t>> delivery_runs;
   RoundCounters counters;
 
   bool empty() const { return commands.empty() && batch.empty() && deliveries.empty(); }
+  // Adds a firing of `ns`'s, to fill in place.
+  Delivery& AddDelivery(NamespaceState* ns) {
+    if (delivery_runs.empty() || delivery_runs.back().first != ns) delivery_runs.emplace_back(ns, 0);
+    delivery_runs.back().second = deliveries.size() + 1;
+    return deliveries.emplace_back();
+  }
   void Clear() {
     commands.clear();
     batch.Clear();
     deliveries.clear();
+    delivery_runs.clear();
     counters = RoundCounters{};
   }
 };

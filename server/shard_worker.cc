@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 #include "spdlog/spdlog.h"
@@ -128,6 +130,7 @@ void ShardWorker::ForgetNamespace(const NamespaceState* ns) {
 }
 
 void ShardWorker::Run() {
+  NameThisThread(absl::StrCat("lawn-shard-", index_));
   std::vector<std::unique_ptr<ShardCommand>> commands;
   while (true) {
     bool stop = false;

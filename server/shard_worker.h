@@ -91,7 +91,7 @@ class ShardWorker final : private ShardContext {
   void PublishGauges();
   void PublishCounters(const RoundCounters& counters, uint64_t expired);
   // fired_at - deadline of a committed round's firings (lawn_fired_lateness_seconds), one observation call.
-  void ObserveLateness(const std::vector<std::pair<NamespaceState*, Delivery>>& deliveries);
+  void ObserveLateness(const std::vector<Delivery>& deliveries);
 
   void Run();
   // Applies `commands` (moved into the open round) and, with `expire`, fires what is due.

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/thread_name.h"
 #include "server/histogram_batch.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
@@ -53,6 +55,7 @@ void ShardWorker::DrainCommits() {
 }
 
 void ShardWorker::CommitLoop() {
+  NameThisThread(absl::StrCat("lawn-commit-", index_));
   std::unique_ptr<ShardRound> round;
   while (true) {
     {
@@ -94,31 +97,37 @@ void ShardWorker::Commit(ShardRound& round) {
   for (auto& command : round.commands) command->Done(written);
   if (!written.ok()) {
     // Nothing fired in this round is acknowledged; the disk still has the timers. Return the outbox room.
-    for (auto& [ns, d] : round.deliveries) ns->outbox.Unreserve(1, d.Charge());
+    size_t begin = 0;
+    for (const auto& [ns, end] : round.delivery_runs) {
+      uint64_t bytes = 0;
+      for (size_t i = begin; i < end; ++i) bytes += round.deliveries[i].Charge();
+      ns->outbox.Unreserve(end - begin, bytes);
+      begin = end;
+    }
     round.deliveries.clear();
+    round.delivery_runs.clear();
     return;
   }
   PublishCounters(round.counters, round.deliveries.size());
   ObserveLateness(round.deliveries);
 
-  // Publish per namespace in one call each (deliveries are grouped by the order timers fired).
-  auto& deliveries = round.deliveries;
-  size_t i = 0;
-  while (i < deliveries.size()) {
-    NamespaceState* ns = deliveries[i].first;
-    std::vector<Delivery> group;
-    while (i < deliveries.size() && deliveries[i].first == ns) group.push_back(std::move(deliveries[i++].second));
-    ns->outbox.Publish(std::move(group), /*reserved=*/true);
+  // Publish each run of one namespace's deliveries in one call.
+  const absl::Span<Delivery> deliveries = absl::MakeSpan(round.deliveries);
+  size_t begin = 0;
+  for (const auto& [ns, end] : round.delivery_runs) {
+    ns->outbox.Publish(deliveries.subspan(begin, end - begin), /*reserved=*/true);
+    begin = end;
   }
-  deliveries.clear();
+  round.deliveries.clear();
+  round.delivery_runs.clear();
 }
 
-void ShardWorker::ObserveLateness(const std::vector<std::pair<NamespaceState*, Delivery>>& deliveries) {
+void ShardWorker::ObserveLateness(const std::vector<Delivery>& deliveries) {
   Metrics* m = runtime_.metrics();
   if (m == nullptr || deliveries.empty()) return;
   HistogramBatch lateness(Metrics::LatenessBuckets());
   uint64_t late = 0;
-  for (const auto& [ns, d] : deliveries) {
+  for (const Delivery& d : deliveries) {
     if (d.attempt != 0) continue;  // Recovered or re-offered: already counted when it first fired.
     // In double: a deadline near the int64 edge (1678) subtracted from fired_at overflows int64.
     lateness.Add(std::max(

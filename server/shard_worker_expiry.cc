@@ -61,7 +61,7 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     }
     return;
   }
-  Delivery d;
+  Delivery& d = open_->AddDelivery(ns);
   d.delivery_id = delivery_ids_.Next(fired_at / 1'000'000);
   d.key.reserve(t.key_size());
   d.key.assign(t.group).append(t.id);  // The whole key: the view splits it at its namespace.
@@ -89,7 +89,6 @@ void ShardWorker::OnFired(const Fired& fired, int64_t fired_at) {
     fired_timers_++;
     fired_bytes_ += t.key_size() + t.payload.size();
   }
-  open_->deliveries.emplace_back(ns, std::move(d));
 }
 
 void ShardWorker::ReleaseFiredQuota() {

@@ -95,10 +95,11 @@ class LogDelta {
 
   // The last operation on each sort key, sorted by key; a delete stays as a tombstone. Views of its operation
   // in its record (op(); entry() decodes it) and of the timer's key in it: no key is copied (a copy per
-  // operation made the fold allocation-bound, BENCHMARKS.md section 43; 40 bytes per operation).
+  // operation made the fold allocation-bound, BENCHMARKS.md section 43; 32 bytes per operation).
   class Item {
    public:
-    SortKeyParts parts() const { return {family_, number_, {key_, key_size_}}; }
+    SortKeyParts parts() const { return {family_, number_, key()}; }
+    std::string_view key() const { return {op_ + key_offset_, key_size_}; }
     std::string_view op() const { return {op_, op_size_}; }
     bool put() const { return IsPut(static_cast<StoreBatch::Op>(*op_)); }
     StoreBatch::Entry entry() const;
@@ -107,11 +108,12 @@ class LogDelta {
    private:
     friend class LogDelta;
     uint64_t number_;
-    const char* key_;
     const char* op_;
     uint32_t key_size_;
     uint32_t op_size_;
     uint32_t seq_;  // Order of addition: of the operations on one key, the last one added wins.
+    uint8_t
+        key_offset_;  // The key's first byte in op_ (an operation's fixed fields before it take at most 16).
     Family family_;
   };
   const std::vector<Item>& Sorted();

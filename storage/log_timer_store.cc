@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 #include "storage/log_state.h"
 #include "storage/posix_file.h"
 #include "storage/round_log.h"
@@ -458,6 +459,7 @@ absl::Status LogTimerStore::Rep::Fold(const LogManifest& from, uint64_t from_seg
 }
 
 void LogTimerStore::Rep::FoldLoop() {
+  NameThisThread("lawn-fold");
   absl::MutexLock l(&mu);
   while (true) {
     while (!stop && !(folding && failed.ok())) fold_cv.Wait(&mu);

@@ -1,12 +1,15 @@
 // The Prometheus endpoint of the real lawnd: it serves every documented metric with its documented type
-// (counter, gauge, histogram), and the counters move.
+// (counter, gauge, histogram), and the counters move. Also what `top -H` shows: lawnd's threads by name.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -119,6 +122,24 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
     }
   }
   EXPECT_EQ(pending, 1);
+}
+
+// The names README's operations section gives lawnd's threads, as /proc (top -H, ps -L, perf) shows them.
+TEST(MetricsTest, ThreadsAreNamedByWhatTheyDo) {
+  TempDir dir;
+  LawndProcess lawnd(dir.path() + "/data", {"--shards", "2", "--durability", "sync"});
+  lawnd.Start();
+  std::set<std::string> names;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(lawnd.pid()) + "/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) names.insert(name);
+  }
+  for (const char* want :
+       {"lawn-shard-0", "lawn-shard-1", "lawn-commit-0", "lawn-commit-1", "lawn-fold", "lawn-background"}) {
+    EXPECT_TRUE(names.count(want)) << want;
+  }
 }
 
 }  // namespace
