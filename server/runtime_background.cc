@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "base/thread_name.h"
 #include "server/runtime.h"
+#include "server/thread_name.h"
 #include "server/worker_commands.h"
 #include "spdlog/spdlog.h"
 

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <utility>
 
-#include "base/thread_name.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
+#include "server/thread_name.h"
 #include "server/worker_commands.h"
 #include "spdlog/spdlog.h"
 

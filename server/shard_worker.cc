@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/thread_name.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
+#include "server/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace lawn {

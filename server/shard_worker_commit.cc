@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/thread_name.h"
 #include "server/histogram_batch.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 #include "server/shard_worker.h"
+#include "server/thread_name.h"
 
 namespace lawn {
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -22,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
-#include "base/thread_name.h"
 #include "storage/log_state.h"
 #include "storage/posix_file.h"
 #include "storage/round_log.h"
@@ -459,7 +459,8 @@ absl::Status LogTimerStore::Rep::Fold(const LogManifest& from, uint64_t from_seg
 }
 
 void LogTimerStore::Rep::FoldLoop() {
-  NameThisThread("lawn-fold");
+  // Named as lawnd names its own threads (server/thread_name.h), for top -H and perf.
+  pthread_setname_np(pthread_self(), "lawn-fold");
   absl::MutexLock l(&mu);
   while (true) {
     while (!stop && !(folding && failed.ok())) fold_cv.Wait(&mu);

@@ -1,6 +1,6 @@
-// NameThisThread (base/thread_name.h): the name reaches /proc (what top -H, ps -L and perf show), cut to the
-// 15 bytes Linux keeps.
-#include "base/thread_name.h"
+// NameThisThread (server/thread_name.h): the name reaches /proc (what top -H, ps -L and perf show), cut to
+// the 15 bytes Linux keeps.
+#include "server/thread_name.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

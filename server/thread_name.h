@@ -1,5 +1,6 @@
 // NameThisThread: names the calling thread for `top -H`, `ps -L`, perf and gdb (/proc/<pid>/task/<tid>/comm),
-// so an operator can tell lawnd's shard workers, commit threads and the log's fold apart.
+// so an operator can tell lawnd's shard workers, commit threads and the log's fold apart. Here, not in base/:
+// it needs POSIX (the log store names its fold thread the same way, directly).
 //
 // Thread-safety: names the calling thread only.
 #pragma once
