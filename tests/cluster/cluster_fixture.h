@@ -64,7 +64,7 @@ class Cluster {
 
   void StartAll() {
     for (auto& m : members_) m->StartNoWait();
-    for (auto& m : members_) ASSERT_TRUE(m->WaitServing(seconds(30))) << m->Log();
+    for (auto& m : members_) ASSERT_TRUE(m->WaitServing(testing::kStartTimeout)) << m->Log();
   }
 
   LawndProcess& operator[](size_t i) { return *members_[i]; }

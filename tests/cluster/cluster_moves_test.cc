@@ -65,7 +65,8 @@ grpc::Status Drain(LawndProcess& via, const std::string& member) {
 // Starts m0..m2 of a four-member cluster formed by three, and waits until each sees it formed.
 void StartThreeOfFour(Cluster& cluster) {
   for (size_t i = 0; i < 3; ++i) cluster[i].StartNoWait();
-  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster[i].WaitServing(seconds(30))) << cluster[i].Log();
+  for (size_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(cluster[i].WaitServing(testing::kStartTimeout)) << cluster[i].Log();
   for (size_t i = 0; i < 3; ++i) WaitFormed(cluster[i], 3);
 }
 
@@ -194,7 +195,7 @@ TEST(ClusterMovesTest, AMemberJoinsWhileTimersFireAndTakesItsShareWithNothingLos
   ASSERT_NO_FATAL_FAILURE(scenario.Run([&] {
     std::this_thread::sleep_for(seconds(2));
     cluster[3].StartNoWait();
-    ASSERT_TRUE(cluster[3].WaitServing(seconds(30))) << cluster[3].Log();
+    ASSERT_TRUE(cluster[3].WaitServing(testing::kStartTimeout)) << cluster[3].Log();
     // Balanced over four: 16 partitions each, m3's taken from the other three.
     EXPECT_TRUE(WaitOwned(cluster[0], {{"m0", 16}, {"m1", 16}, {"m2", 16}, {"m3", 16}}, seconds(90)));
     EXPECT_TRUE(WaitOwned(cluster[3], {{"m0", 16}, {"m1", 16}, {"m2", 16}, {"m3", 16}}, seconds(10)));
@@ -218,13 +219,13 @@ TEST(ClusterMovesTest, AMemberKilledDuringHandOversLosesNothing) {
   ASSERT_NO_FATAL_FAILURE(scenario.Run([&] {
     std::this_thread::sleep_for(seconds(2));
     cluster[3].StartNoWait();
-    ASSERT_TRUE(cluster[3].WaitServing(seconds(30))) << cluster[3].Log();
+    ASSERT_TRUE(cluster[3].WaitServing(testing::kStartTimeout)) << cluster[3].Log();
     // The leader starts moving as soon as it sees m3: kill m0 among the first hand-overs.
     std::this_thread::sleep_for(milliseconds(300));
     cluster[0].Kill();
     std::this_thread::sleep_for(seconds(1));
     cluster[0].StartNoWait();
-    ASSERT_TRUE(cluster[0].WaitServing(seconds(30))) << cluster[0].Log();
+    ASSERT_TRUE(cluster[0].WaitServing(testing::kStartTimeout)) << cluster[0].Log();
     EXPECT_TRUE(WaitOwned(cluster[1], {{"m0", 16}, {"m1", 16}, {"m2", 16}, {"m3", 16}}, seconds(90)));
   }));
   // What the restarted member found and did (which step the kill hit varies from run to run).

@@ -289,7 +289,7 @@ TEST(LawndClusterTest, AKilledMembersPartitionsAnswerUnavailableUntilItRestartsW
   // Restarted with its name and volume once the 20 are due, m2 takes its partitions back with every timer.
   while (testing::WallNowNs() < started_ns + 11'000'000'000) std::this_thread::sleep_for(milliseconds(100));
   cluster[2].StartNoWait();
-  ASSERT_TRUE(cluster[2].WaitServing(seconds(30))) << cluster[2].Log();
+  ASSERT_TRUE(cluster[2].WaitServing(testing::kStartTimeout)) << cluster[2].Log();
   EXPECT_TRUE(WaitFor([&] { return get(on_m2[0]).ok(); }, seconds(20))) << get(on_m2[0]).error_message();
   for (const std::string& id : on_m2) EXPECT_TRUE(get(id).ok()) << id;
   // Those due during the downtime fire after the restart and reach m0's subscriber through its relay,

@@ -15,8 +15,14 @@
 
 #include "grpcpp/grpcpp.h"
 #include "lawn/v1/timer.grpc.pb.h"
+#include "tests/testing/sanitized.h"
 
 namespace lawn::testing {
+
+// How long a start may take to listen and to report SERVING. A sanitized lawnd restarted under CI's parallel
+// tests has taken 27 s to listen (TSan, ClusterMovesTest: opening its data dir, 0.6 s alone, took 24 s while
+// three other tests' lawnds wrote and synced beside it); a plain build opens that dir in 0.1-0.3 s.
+inline constexpr std::chrono::seconds kStartTimeout{kSanitized ? 90 : 30};
 
 // Path of the lawnd binary under test (set by CMake).
 std::string LawndPath();
@@ -39,9 +45,9 @@ class LawndProcess {
   ~LawndProcess();  // SIGKILLs the process if still running.
 
   // Starts lawnd and waits until it listens and reports SERVING (or `timeout` passes: test failure).
-  void Start(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  void Start(std::chrono::milliseconds timeout = kStartTimeout);
   // Starts without waiting for SERVING (still waits for the port).
-  void StartNoWait(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  void StartNoWait(std::chrono::milliseconds timeout = kStartTimeout);
   bool WaitServing(std::chrono::milliseconds timeout);
   // grpc.health.v1 status of `service` ("" = the server): kServing, kNotServing, 0 (unknown), -1 (no answer).
   static constexpr int kServing = 1;
