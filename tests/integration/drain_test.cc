@@ -142,6 +142,14 @@ class DrainTest : public ::testing::Test {
     }, seconds(30)));
     void* tag;
     bool ok;
+    // Every call's completion is taken (the caller has) before the queue and the contexts go: lawnd's exit 0,
+    // then the queue drained.
+    auto end_of_calls = [&] {
+      EXPECT_EQ(lawnd.WaitExit(seconds(60)), 0);
+      cq.Shutdown();
+      while (cq.Next(&tag, &ok)) {
+      }
+    };
     // Nothing answered yet, except calls the drain refused (sent just before SIGTERM, handled just after).
     int answered = 0, done_early = 0;
     while (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now()) == grpc::CompletionQueue::GOT_EVENT) {
@@ -164,10 +172,7 @@ class DrainTest : public ::testing::Test {
         ASSERT_EQ(cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + seconds(60)),
                   grpc::CompletionQueue::GOT_EVENT);
       }
-      EXPECT_EQ(lawnd.WaitExit(seconds(60)), 0);
-      cq.Shutdown();
-      while (cq.Next(&tag, &ok)) {
-      }
+      end_of_calls();
       return;
     }
     ASSERT_EQ(health, grpc::health::v1::HealthCheckResponse::NOT_SERVING) << "no answer: lawnd already gone";
@@ -206,10 +211,7 @@ class DrainTest : public ::testing::Test {
       // with a fresh lawnd.
       std::printf("the ListTimers call sent before SIGTERM was refused by the drain; trying again\n");
       outcome->observed = false;
-      EXPECT_EQ(lawnd.WaitExit(seconds(60)), 0);
-      cq.Shutdown();
-      while (cq.Next(&tag, &ok)) {
-      }
+      end_of_calls();
       return;
     }
     outcome->listed = list_response.timers_size();
@@ -218,10 +220,7 @@ class DrainTest : public ::testing::Test {
                 loaded_ahead_s,
                 static_cast<long long>(
                     std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - sent).count()));
-    EXPECT_EQ(lawnd.WaitExit(seconds(60)), 0);
-    cq.Shutdown();
-    while (cq.Next(&tag, &ok)) {
-    }
+    end_of_calls();
 
     // Restart: which timers are on disk.
     lawnd.Start(seconds(60));
