@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cluster/cluster_node.h"
 #include "config/config.h"
@@ -30,6 +31,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/log_timer_store.h"
 #include "storage/rocksdb_timer_store.h"
+#include "storage/store_migration.h"
 
 namespace lawn {
 
@@ -131,6 +133,39 @@ absl::StatusOr<std::string> ChooseEngine(const Options& options, bool rocksdb_op
   return std::string(rocksdb ? "rocksdb" : "log");
 }
 
+// storage.engine `log` on a data dir that holds a RocksDB store (formats 1 and 2): converts it in place
+// (storage/store_migration.h) and says so. Only an explicit `log` gets here: `auto` keeps RocksDB.
+absl::Status MigrateIfRocksDb(const Options& options, bool cluster_mode) {
+  absl::StatusOr<DataDirStore> holds = InspectDataDir(options.data_dir);
+  if (!holds.ok()) return holds.status();
+  if (*holds != DataDirStore::kRocksDb) return absl::OkStatus();
+  spdlog::info(
+      "data dir {}: holds a RocksDB store (storage format 1 or 2); storage.engine: log: migrating it to "
+      "storage format 3",
+      options.data_dir);
+  StoreMigrationOptions migration;
+  migration.path = options.data_dir;
+  migration.staging = cluster_mode;
+  migration.min_free_disk_bytes = options.min_free_disk_bytes;
+  migration.write_buffer_bytes = options.write_buffer_bytes;
+  const auto began = std::chrono::steady_clock::now();
+  absl::StatusOr<StoreMigrationResult> migrated = MigrateToLogStore(migration);
+  if (!migrated.ok()) {
+    return absl::Status(migrated.status().code(),
+                        absl::StrCat("migrating data dir ", options.data_dir,
+                                     " to storage format 3 failed (before the switch the RocksDB store is "
+                                     "left as it was, which storage.engine: rocksdb or auto opens; a switch "
+                                     "under way is finished at the next start): ",
+                                     migrated.status().message()));
+  }
+  spdlog::info(
+      "data dir {}: storage format 2 migrated to 3 in {:.1f} s: {} timers, {} outbox entries, {} staged "
+      "entries; the old store is kept in {}/{} (a RocksDB data dir): delete it once this store is trusted",
+      options.data_dir, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+      migrated->timers, migrated->expirations, migrated->staged, options.data_dir, kFormat2BackupDir);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 LawnServer::LawnServer(const Options& options, StoreOpener open_store)
@@ -146,11 +181,19 @@ absl::Status LawnServer::Start() {
   const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
   std::string engine = "memory";
   if (options_.durability != Durability::kMemory) {
+    // A migration to storage format 3 that a crash interrupted is finished (or its half-built store
+    // removed) before anything looks at the data dir.
+    absl::StatusOr<bool> resumed = ResumeStoreMigration(options_.data_dir);
+    if (!resumed.ok()) return resumed.status();
+    if (*resumed)
+      spdlog::info("data dir {}: finished the migration to storage format 3 that a restart interrupted",
+                   options_.data_dir);
     absl::StatusOr<std::string> chosen = ChooseEngine(options_, open_store_ != nullptr);
     if (!chosen.ok()) return chosen.status();
     engine = *chosen;
   }
   if (engine == "log") {
+    if (absl::Status s = MigrateIfRocksDb(options_, cluster_mode); !s.ok()) return s;
     LogStoreOptions log_options;
     log_options.path = options_.data_dir;
     log_options.min_free_disk_bytes = options_.min_free_disk_bytes;

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
+#include "storage/dir_lock.h"
 #include "storage/log_state.h"
 #include "storage/posix_file.h"
 #include "storage/round_log.h"
@@ -43,56 +44,6 @@ constexpr char kLogDir[] = "log";
 constexpr char kSnapshotPrefix[] = "snapshot-";
 constexpr char kSnapshotSuffix[] = ".lawnsnap";
 constexpr auto kLogGuardInterval = std::chrono::seconds(1);
-
-// The whole file at `path`; nullopt if it does not exist.
-absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<std::string>();
-    return FileError("open", path, errno);
-  }
-  std::string out;
-  char chunk[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return FileError("read", path, err);
-    }
-    if (n == 0) break;
-    out.append(chunk, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return std::optional<std::string>(std::move(out));
-}
-
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return FileError("open", dir, errno);
-  const bool ok = ::fsync(fd) == 0;
-  const int err = errno;
-  ::close(fd);
-  return ok ? absl::OkStatus() : FileError("fsync", dir, err);
-}
-
-// Replaces `dir`/`name` with `text` so that a crash leaves the old or the new content, never a mix: write a
-// temporary file, sync it, rename it over, sync the dir.
-absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::string_view text) {
-  const std::string path = absl::StrCat(dir, "/", name);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError("create", tmp, errno);
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  int err = written ? 0 : (errno != 0 ? errno : EIO);
-  const bool synced = written && ::fdatasync(fd) == 0;
-  if (written && !synced) err = errno;
-  ::close(fd);
-  if (!synced) return FileError(written ? "fdatasync" : "write", tmp, err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return FileError("rename", tmp, errno);
-  return SyncDir(dir);
-}
 
 }  // namespace
 
@@ -130,6 +81,7 @@ absl::StatusOr<LogManifest> ParseManifest(const std::string& path, const std::st
 }  // namespace
 
 struct LogTimerStore::Rep {
+  std::unique_ptr<DirLock> lock;  // First: released after everything below is closed.
   LogStoreOptions options;
   std::string log_dir;
 
@@ -535,14 +487,15 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
   rep->options = options;
   rep->log_dir = absl::StrCat(options.path, "/", kLogDir);
   const std::string& dir = options.path;
+  LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::Acquire(dir));
 
   LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(dir + "/CURRENT"));
   if (current && *current != kCurrentText) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "data dir ", dir,
-        " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb); storage.engine: "
-        "log cannot open it, and no migration between the two is built: use storage.engine: "
-        "rocksdb or auto for it, or an empty data dir"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", dir,
+                     " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb), which the log "
+                     "engine does not open: lawnd with storage.engine: log migrates it first "
+                     "(storage/store_migration.h); storage.engine: rocksdb or auto keeps it"));
   }
   LAWN_ASSIGN_OR_RETURN(std::optional<std::string> format, ReadWholeFile(dir + "/LAWN_FORMAT"));
   if (format && *format != absl::StrCat(kFormatVersion, "\n")) {

@@ -13,6 +13,8 @@
 //   snapshot-<sequence>.lawnsnap the snapshot MANIFEST names (others are left-overs, deleted at Open)
 //   log/<segment>.lawnlog        the round log
 //   boot_epoch                   NextBootEpoch's counter, replaced by rename
+//   lawn.lock                    held (flock) while the store is open: one process per dir
+//   (storage/dir_lock.h)
 //
 // Snapshots. When the writer leaves a segment and the log since the current snapshot has reached
 // `snapshot_log_bytes` and `snapshot_log_percent` of the snapshot's size, the background thread reads the
@@ -72,8 +74,8 @@ class LogTimerStore final : public TimerStore {
 
   // Opens (creating if missing) the store in `options.path`, reading the log through to check it.
   // Errors: INVALID_ARGUMENT for an empty path or segment size below 4 KiB; FAILED_PRECONDITION if the dir
-  // holds a RocksDB store (format 1 or 2: no migration is built yet) or another format; DATA_LOSS if the log
-  // or the snapshot lost records that were durable (storage/round_log.h); UNAVAILABLE for I/O errors.
+  // holds a RocksDB store (format 1 or 2: MigrateToLogStore converts one) or another format; DATA_LOSS if the
+  // log or the snapshot lost records that were durable (storage/round_log.h); UNAVAILABLE for I/O errors.
   static absl::StatusOr<std::unique_ptr<LogTimerStore>> Open(const LogStoreOptions& options);
 
   // Stops the snapshot thread (after the snapshot in progress, if any) and syncs the log.

@@ -1,8 +1,9 @@
 // Small POSIX file helpers shared by the log engine's files (storage/round_log.h, storage/log_state.h,
-// storage/log_timer_store.h).
+// storage/log_timer_store.h) and the migration to it (storage/store_migration.h).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,16 @@ absl::Status FileError(std::string_view what, std::string_view path, int err);
 // Creates `path` (which must not exist) holding `data`, and fdatasyncs it. The directory entry is not synced
 // (sync the directory once its files are written).
 absl::Status WriteNewFile(const std::string& path, std::string_view data);
+
+// The whole file at `path`; nullopt if it does not exist.
+absl::StatusOr<std::optional<std::string>> ReadWholeFile(const std::string& path);
+
+// fsyncs the directory `dir` (so that the entries created, renamed or removed in it are durable).
+absl::Status SyncDir(const std::string& dir);
+
+// Replaces `dir`/`name` with `text` so that a crash leaves the old or the new content, never a mix: write a
+// temporary file (`name`.tmp), sync it, rename it over, sync the dir.
+absl::Status ReplaceFile(const std::string& dir, const std::string& name, std::string_view text);
 
 // A file mapped read-only, its pages read in by the mmap call itself (MAP_POPULATE): reading a 64 MiB log
 // segment into a fresh buffer took 0.3 s here, most of it page faults on the buffer. The bytes stay valid

@@ -28,6 +28,7 @@
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/utilities/table_properties_collectors.h"
 #include "rocksdb/write_batch.h"
+#include "storage/dir_lock.h"
 #include "storage/record_coding.h"
 #include "storage/varint.h"
 
@@ -124,6 +125,7 @@ rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::Tabl
 }  // namespace
 
 struct RocksDbTimerStore::Rep {
+  std::unique_ptr<DirLock> lock;  // First: released after everything below is closed.
   std::string path;
   uint64_t min_free_disk_bytes = 0;
   // Kept free on top of min_free_disk_bytes: what a flush of every memtable may write before it frees the WAL
@@ -321,6 +323,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   std::error_code ec;
   std::filesystem::create_directories(options.path, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("create data dir ", options.path, ": ", ec.message()));
+  LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::Acquire(options.path));
 
   rocksdb::DBOptions db_options;
   db_options.env = rep->env;

@@ -91,6 +91,80 @@ TEST(DurabilityTest, TheDefaultEngineIsTheLogForANewDataDirAndRocksDbForARocksDb
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/old/LAWN_FORMAT"));
 }
 
+// storage.engine: log on a data dir a RocksDB lawnd wrote (format 2): lawnd migrates it at start, carrying
+// every pending timer and the undelivered expiration, keeps the old store as a backup, and later starts
+// (auto) keep format 3.
+TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutbox) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  {
+    LawndProcess old(data, {"--storage-engine", "rocksdb"});
+    old.Start();
+    auto stub = old.stub();
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(StartTtl(*stub, "mig", "t" + std::to_string(i), milliseconds(3'600'000), nullptr,
+                           "p" + std::to_string(i))
+                      .ok());
+    }
+    ASSERT_TRUE(StartTtl(*stub, "mig", "fired", milliseconds(50), nullptr, "keep me").ok());
+    ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
+    old.Kill();
+  }
+  LawndProcess lawnd(data, {"--storage-engine", "log"});
+  lawnd.Start();
+  EXPECT_NE(lawnd.Log().find("storage format 2 migrated to 3"), std::string::npos) << lawnd.Log();
+  EXPECT_NE(lawnd.Log().find("100 timers, 1 outbox entries"), std::string::npos) << lawnd.Log();
+  auto stub = lawnd.stub();
+  EXPECT_EQ(Stats(*stub).pending_timers(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    v1::Timer got;
+    ASSERT_TRUE(GetTimer(*stub, "mig", "t" + std::to_string(i), &got).ok()) << i;
+    EXPECT_EQ(got.payload(), "p" + std::to_string(i));
+  }
+  {
+    TestSubscriber sub(*stub, "mig");
+    std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->timer().id(), "fired");
+    EXPECT_EQ(e->timer().payload(), "keep me");
+    sub.Ack(e->delivery_id());
+    ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 0; }));
+    sub.Close();
+  }
+  EXPECT_TRUE(std::filesystem::exists(data + "/format2-backup/CURRENT"));
+  EXPECT_FALSE(std::filesystem::exists(data + "/format3.migrating"));
+  lawnd.Stop(SIGTERM);
+
+  LawndProcess later(data);
+  later.Start();
+  const std::string log = later.Log();
+  const std::string last_start = log.substr(log.rfind("lawnd starting"));  // The log file holds every start.
+  EXPECT_NE(last_start.find("storage.engine auto: log (the data dir holds storage format 3)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(last_start.find("migrat"), std::string::npos) << log;
+  stub = later.stub();
+  EXPECT_EQ(Stats(*stub).pending_timers(), 100u);
+  EXPECT_EQ(Stats(*stub).outbox(), 0u);
+}
+
+// One lawnd per data dir, whichever engine: a second one started on it exits at once, naming the dir, and the
+// first goes on serving.
+TEST(DurabilityTest, ASecondLawndOnTheSameDataDirIsRefused) {
+  for (const char* engine : {"log", "rocksdb"}) {
+    SCOPED_TRACE(engine);
+    TempDir dir;
+    LawndProcess first(dir.path() + "/data", {"--storage-engine", engine});
+    first.Start();
+    ASSERT_TRUE(StartTtl(*first.stub(), "lock", "t", milliseconds(3'600'000)).ok());
+    LawndProcess second(dir.path() + "/data", {"--storage-engine", engine});
+    EXPECT_NE(second.RunToExit(kStartTimeout), 0);
+    EXPECT_NE(second.Log().find("is in use by another process"), std::string::npos) << second.Log();
+    v1::Timer t;
+    EXPECT_TRUE(GetTimer(*first.stub(), "lock", "t", &t).ok());
+  }
+}
+
 TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
   TempDir dir;
   LawndProcess lawnd(dir.path() + "/data");

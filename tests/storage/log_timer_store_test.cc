@@ -31,6 +31,7 @@ namespace {
 
 using storage_test::Contents;
 using storage_test::ExpirationCopy;
+using storage_test::Incoming;
 using storage_test::Key;
 using storage_test::TempDir;
 
@@ -48,15 +49,6 @@ std::unique_ptr<LogTimerStore> OpenOrDie(const LogStoreOptions& options) {
   absl::StatusOr<std::unique_ptr<LogTimerStore>> opened = LogTimerStore::Open(options);
   EXPECT_TRUE(opened.ok()) << opened.status();
   return opened.ok() ? std::move(opened).value() : nullptr;
-}
-
-std::vector<ExpirationCopy> Incoming(TimerStore& store) {
-  std::vector<ExpirationCopy> out;
-  absl::Status s = store.ForEachIncoming([&](const StoredExpiration& e) {
-    out.push_back({e.delivery_id, storage_test::Copy(e.timer), e.fired_at_unix_ns, e.attempt});
-  });
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
 }
 
 size_t SegmentFiles(const std::string& data_dir) {

@@ -79,6 +79,16 @@ inline StoreContents Contents(TimerStore& store) {
   return c;
 }
 
+// The staging area as `store` reads it (ForEachIncoming), in its order. Fails the test on a non-OK status.
+inline std::vector<ExpirationCopy> Incoming(TimerStore& store) {
+  std::vector<ExpirationCopy> out;
+  absl::Status s = store.ForEachIncoming([&](const StoredExpiration& e) {
+    out.push_back({e.delivery_id, Copy(e.timer), e.fired_at_unix_ns, e.attempt});
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
 inline std::vector<std::string> TimerKeys(TimerStore& store) {
   std::vector<std::string> keys;
   for (const TimerCopy& t : Contents(store).timers) keys.push_back(t.key);

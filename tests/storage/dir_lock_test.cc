@@ -1,0 +1,92 @@
+// DirLock: the flock on `<dir>/lawn.lock` that keeps a second process out of a data dir, nested within one
+// process, and taken by both stores. Another open file description stands in for another process (flock locks
+// belong to open file descriptions, so a second open() of the file in this process conflicts as another
+// process's would); lawnd's DurabilityTest.ASecondLawndOnTheSameDataDirIsRefused runs two real processes.
+#include "storage/dir_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "storage/log_timer_store.h"
+#include "storage/rocksdb_timer_store.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace lawn {
+namespace {
+
+using storage_test::TempDir;
+
+// Whether a fresh open file description of `dir`/lawn.lock could take the lock (as another process would).
+bool OthersMayLock(const std::string& dir) {
+  const int fd = ::open((dir + "/" + kDirLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  EXPECT_GE(fd, 0);
+  const bool locked = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (!locked) EXPECT_EQ(errno, EWOULDBLOCK);
+  ::close(fd);
+  return locked;
+}
+
+TEST(DirLockTest, HeldUntilTheLastHolderOfThisProcessLetsGo) {
+  TempDir dir;
+  EXPECT_TRUE(OthersMayLock(dir.path()));
+  absl::StatusOr<std::unique_ptr<DirLock>> first = DirLock::Acquire(dir.path());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(OthersMayLock(dir.path()));
+  // Nested, under another spelling of the same dir.
+  absl::StatusOr<std::unique_ptr<DirLock>> second = DirLock::Acquire(dir.path() + "/.");
+  ASSERT_TRUE(second.ok()) << second.status();
+  first->reset();
+  EXPECT_FALSE(OthersMayLock(dir.path()));
+  second->reset();
+  EXPECT_TRUE(OthersMayLock(dir.path()));
+}
+
+TEST(DirLockTest, ADirLockedElsewhereIsRefusedWithItsName) {
+  TempDir dir;
+  const int fd = ::open(dir.Sub(kDirLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  absl::StatusOr<std::unique_ptr<DirLock>> refused = DirLock::Acquire(dir.path());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(refused.status().message().find("in use by another process"), std::string::npos)
+      << refused.status();
+  ::close(fd);
+  EXPECT_TRUE(DirLock::Acquire(dir.path()).ok());
+}
+
+TEST(DirLockTest, BothStoresHoldTheirDataDirWhileOpen) {
+  TempDir dir;
+  {
+    LogStoreOptions options;
+    options.path = dir.Sub("log");
+    options.min_free_disk_bytes = 0;
+    absl::StatusOr<std::unique_ptr<LogTimerStore>> store = LogTimerStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE(OthersMayLock(options.path));
+  }
+  EXPECT_TRUE(OthersMayLock(dir.Sub("log")));
+  {
+    RocksDbStoreOptions options;
+    options.path = dir.Sub("rocks");
+    options.min_free_disk_bytes = 0;
+    absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> store = RocksDbTimerStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE(OthersMayLock(options.path));
+  }
+  EXPECT_TRUE(OthersMayLock(dir.Sub("rocks")));
+  // Locked elsewhere: neither opens.
+  const int fd = ::open(dir.Sub("log/lawn.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  LogStoreOptions options;
+  options.path = dir.Sub("log");
+  EXPECT_EQ(LogTimerStore::Open(options).status().code(), absl::StatusCode::kUnavailable);
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace lawn
