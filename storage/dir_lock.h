@@ -1,16 +1,14 @@
-// DirLock: one process at a time per data dir. Each store (RocksDB's and the log's) and the migration between
-// them hold `<dir>/lawn.lock` with flock(LOCK_EX) while they use the dir, so a second lawnd started on the
-// same data dir is refused at start instead of writing beside the first. RocksDB's own LOCK covers only
-// RocksDB; the log store had none, and a migration moves RocksDB's files while RocksDB is closed.
+// DirLock: one process at a time per data dir. Each store (RocksDB's and the log's) holds `<dir>/lawn.lock`
+// with flock(LOCK_EX) while it is open, and the migration between them while it switches their files, so a
+// second lawnd started on the same data dir is refused at start instead of writing beside the first.
+// RocksDB's own LOCK covers only RocksDB; the log store had none.
 //
-// Within one process a dir may be locked again while it is locked (each holder its own DirLock; the lock is
-// released with the last): the migration holds the dir while it opens the stores in it, and tests open a
-// store twice. The lock file is never removed or renamed; the kernel drops the lock when the process dies.
+// flock locks belong to an open file description, so a second Acquire of a locked dir fails even in the same
+// process: whoever holds a dir must not open a store in it. The lock file is never removed or renamed (a
+// renamed file would take the lock with it); the kernel drops the lock when the process dies.
 //
-// Thread-safety: Acquire and the destructor are thread-safe.
+// Thread-safety: a DirLock is not shared; Acquire may be called from any thread.
 #pragma once
-
-#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -23,17 +21,16 @@ inline constexpr char kDirLockFile[] = "lawn.lock";
 
 class DirLock {
  public:
-  // Locks `dir` (which must exist). UNAVAILABLE if another process holds it (the message says so) or on
-  // I/O errors.
+  // Locks `dir` (which must exist). UNAVAILABLE if it is locked already (the message says the dir is in use
+  // by another process) or on I/O errors.
   static absl::StatusOr<std::unique_ptr<DirLock>> Acquire(const std::string& dir);
-  ~DirLock();
+  ~DirLock();  // Unlocks.
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
 
  private:
-  DirLock(dev_t dev, ino_t ino) : dev_(dev), ino_(ino) {}
-  dev_t dev_;  // The lock file's identity: the key of this process's holders.
-  ino_t ino_;
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
 };
 
 }  // namespace lawn

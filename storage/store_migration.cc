@@ -221,8 +221,6 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
   const fs::path root(options.path);
   const fs::path building = root / kMigratingDir;
   std::error_code ec;
-  // Held from the first look to the last rename (the stores opened meanwhile nest in it).
-  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, DirLock::Acquire(options.path));
   if (fs::exists(building, ec)) {
     return absl::FailedPreconditionError(
         absl::StrCat("migration to storage format 3: ", building.string(), " exists (resume it first)"));
@@ -233,11 +231,15 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
         " exists (the old store of an earlier migration?): move it out of the data dir, then start again"));
   }
   std::string rocksdb_current;
+  // The RocksDB store holds the dir while it is open.
   absl::StatusOr<StoreMigrationResult> built = Build(options, building.string(), &rocksdb_current);
   if (!built.ok()) {
     fs::remove_all(building, ec);  // The old store is untouched; the next attempt starts over.
     return built.status();
   }
+  // From here to the last rename. Another lawnd that took the dir in between owns it (and discards this
+  // half-built store, which has no SWITCH yet).
+  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, DirLock::Acquire(options.path));
   // What the switch moves: every entry of the old store, which is everything in the data dir but CURRENT
   // (replaced by the switch; the backup gets a copy) and the entries lawnd keeps beside a store.
   std::string plan =
