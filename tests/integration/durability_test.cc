@@ -27,6 +27,19 @@ v1::GetStatsResponse Stats(v1::TimerService::Stub& stub) {
   return resp;
 }
 
+// Subscribes to `ns`, expects the expiration of timer "fired" with payload "keep me" (the one timer the test
+// let fire unsubscribed), acks it and waits until the outbox is empty.
+void ReceiveAndAckKeepMe(v1::TimerService::Stub& stub, const std::string& ns) {
+  TestSubscriber sub(stub, ns);
+  std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->timer().id(), "fired");
+  EXPECT_EQ(e->timer().payload(), "keep me");
+  sub.Ack(e->delivery_id());
+  ASSERT_TRUE(WaitFor([&] { return Stats(stub).outbox() == 0; }));
+  sub.Close();
+}
+
 TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
   TempDir dir;
   LawndProcess lawnd(dir.path() + "/data");
@@ -121,16 +134,7 @@ TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutb
     ASSERT_TRUE(GetTimer(*stub, "mig", "t" + std::to_string(i), &got).ok()) << i;
     EXPECT_EQ(got.payload(), "p" + std::to_string(i));
   }
-  {
-    TestSubscriber sub(*stub, "mig");
-    std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
-    ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(e->timer().id(), "fired");
-    EXPECT_EQ(e->timer().payload(), "keep me");
-    sub.Ack(e->delivery_id());
-    ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 0; }));
-    sub.Close();
-  }
+  ReceiveAndAckKeepMe(*stub, "mig");
   EXPECT_TRUE(std::filesystem::exists(data + "/format2-backup/CURRENT"));
   EXPECT_FALSE(std::filesystem::exists(data + "/format3.migrating"));
   lawnd.Stop(SIGTERM);
@@ -176,15 +180,8 @@ TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
   lawnd.Start();
   stub = lawnd.stub();
   EXPECT_EQ(Stats(*stub).outbox(), 1u);
-  TestSubscriber sub(*stub, "out");
-  std::optional<v1::Expiration> e = sub.Next(milliseconds(30000));
-  ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->timer().id(), "fired");
-  EXPECT_EQ(e->timer().payload(), "keep me");
-  sub.Ack(e->delivery_id());
-  ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 0; }));
+  ReceiveAndAckKeepMe(*stub, "out");
   // The ack is persisted: after another restart nothing is redelivered.
-  sub.Close();
   lawnd.Stop(SIGTERM);
   lawnd.Start();
   stub = lawnd.stub();

@@ -2,11 +2,16 @@
 #include "tests/integration/spawn.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string_view>
+#include <thread>
 
 namespace lawn::testing {
 
@@ -56,6 +61,35 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     return -1;
   }
   return pid;
+}
+
+ProgramResult RunProgram(const std::vector<std::string>& argv, const std::string& dir,
+                         const std::string& name, std::chrono::milliseconds timeout) {
+  ProgramResult result;
+  const SpawnOutput output{dir + "/" + name + ".out", dir + "/" + name + ".err", /*append=*/false};
+  pid_t pid = Spawn(argv, CurrentEnvironment(), output, &result.err);
+  if (pid < 0) return result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (pid > 0) result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  result.out = read(output.stdout_path);
+  result.err = read(output.stderr_path);
+  return result;
 }
 
 }  // namespace lawn::testing

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,17 @@ struct SpawnOutput {
 // `output`. Returns the child's pid, or -1 (with errno's text in *error) if it could not be started.
 pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
             const SpawnOutput& output, std::string* error);
+
+struct ProgramResult {
+  int code =
+      -1;  // Exit status (128 + signal if killed by one); -1 if it could not start or ran past its time.
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with `argv` in this process's environment until it exits (killed after `timeout`), its stdout
+// and stderr kept in files `dir`/`name`.out and .err.
+ProgramResult RunProgram(const std::vector<std::string>& argv, const std::string& dir,
+                         const std::string& name, std::chrono::milliseconds timeout);
 
 }  // namespace lawn::testing

@@ -1,0 +1,36 @@
+// DumpDataDir: every record a lawnd data dir holds (either engine), as JSON lines, for operators and support:
+// what a restart would recover, read without a lawnd (the lawn_dump tool; RocksDB's ldb does not read
+// storage format 3, and format 2's records are binary).
+//
+// Each line is one object with one key: {"pending": Timer}, {"outbox": Expiration} (fired, not yet acked) or
+// {"staged": Expiration} (a cluster member's staging area; deliveryId is the staging id), the values in the
+// proto3 JSON of lawn.v1 with every field present, as `lawnctl --json` prints them (ids and payloads base64,
+// times RFC 3339). Pending timers come by deadline, then key; outbox entries by delivery id.
+//
+// The dir is opened as lawnd opens it: its lock is taken, so the data dir of a running lawnd is refused (dump
+// a checkpoint of it instead), and the log engine starts a new log segment as any start does; nothing else is
+// written.
+//
+// Thread-safety: none needed (one call at a time per dir; the lock refuses a second).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace lawn {
+
+struct DumpCounts {
+  uint64_t pending = 0;
+  uint64_t outbox = 0;
+  uint64_t staged = 0;
+};
+
+// Writes every record of the store in `dir` to `out`. NOT_FOUND if `dir` holds no lawn store;
+// FAILED_PRECONDITION if a migration is under way there (start lawnd to finish it); UNAVAILABLE if a lawnd
+// has it open; the stores' Open and Recover errors (DATA_LOSS for a damaged record).
+absl::StatusOr<DumpCounts> DumpDataDir(const std::string& dir, std::ostream& out);
+
+}  // namespace lawn
