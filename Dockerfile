@@ -4,7 +4,7 @@
 #   docker run --rm -p 7070:7070 -p 9464:9464 -v lawn-data:/var/lib/lawn lawn:0.1.0
 #
 # Stage "build" installs the whole build stack with .ci/install-deps (the same script CI uses) and builds only
-# lawnd and lawnctl. The runtime stage is bookworm-slim with the shared libraries they link against and
+# lawnd, lawnctl and lawn_dump. The runtime stage is bookworm-slim with the shared libraries they link against and
 # nothing else: no compiler, no headers, no shell tools beyond the base image's.
 
 FROM debian:bookworm AS build
@@ -17,10 +17,10 @@ RUN .ci/install-deps && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DLAWN_BUILD_TESTS=OFF -DLAWN_BUILD_BENCH=OFF \
- && cmake --build /build -j"${JOBS}" --target lawnd lawnctl \
+ && cmake --build /build -j"${JOBS}" --target lawnd lawnctl lawn_dump \
  && install -d /out \
- && install -m 0755 /build/server/lawnd /build/client/lawnctl /out/ \
- && strip --strip-debug /out/lawnd /out/lawnctl
+ && install -m 0755 /build/server/lawnd /build/server/lawn_dump /build/client/lawnctl /out/ \
+ && strip --strip-debug /out/lawnd /out/lawn_dump /out/lawnctl
 # The container's config: the sample config/lawn.yaml (every key, at its default) with the four settings a
 # container needs. Each sed must have hit its line (the grep fails the build if the sample's layout changed),
 # and lawnd must accept the result: it runs for 3 s on it (loopback, no disk) and must drain to exit 0 on the
@@ -56,15 +56,15 @@ RUN apt-get update \
  && useradd --uid 10001 --gid lawn --home-dir /var/lib/lawn --no-create-home --shell /usr/sbin/nologin lawn \
  && install -d -o lawn -g lawn -m 0750 /var/lib/lawn \
  && install -d -m 0755 /etc/lawn
-COPY --from=build /out/lawnd /out/lawnctl /usr/local/bin/
+COPY --from=build /out/lawnd /out/lawn_dump /out/lawnctl /usr/local/bin/
 COPY --from=build /out/lawn.yaml /etc/lawn/lawn.yaml
 # Fails the build if a library lawnd or lawnctl needs is missing from the list above.
-RUN ! ldd /usr/local/bin/lawnd /usr/local/bin/lawnctl | grep 'not found' \
+RUN ! ldd /usr/local/bin/lawnd /usr/local/bin/lawn_dump /usr/local/bin/lawnctl | grep 'not found' \
  && /usr/local/bin/lawnd --help > /dev/null
 
 USER 10001:10001
 WORKDIR /var/lib/lawn
-# RocksDB lives here: mount a persistent volume (one per lawnd; never shared by two processes).
+# The data dir: mount a persistent volume (one per lawnd; lawnd refuses a dir another process holds).
 VOLUME ["/var/lib/lawn"]
 # 7070: gRPC (lawn.v1.TimerService, grpc.health.v1.Health, reflection). 9464: Prometheus /metrics.
 EXPOSE 7070 9464

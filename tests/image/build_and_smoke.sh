@@ -226,6 +226,17 @@ grep -q smoke-1 "$work/get1.txt" || die "get smoke-1 did not show the timer"
 grep -q '^{' "$run_log" || die "lawnd's log is not JSON lines (log_format json in the image config)"
 stop_lawnd
 
+# lawn_dump, as the image's user, reads the stopped lawnd's data dir.
+# shellcheck disable=SC2016  # $1, $mnt and $user expand in the inner sh.
+unshare --mount --propagation private -- sh -c '
+  mnt=$1; shift; user=$1; shift
+  mount --rbind /dev "$mnt/dev" && mount -t proc proc "$mnt/proc" || exit 97
+  exec chroot --userspec="$user" "$mnt" "$@"' \
+  sh "$mnt" "$user" /usr/local/bin/lawn_dump /var/lib/lawn > "$work/dump.txt" 2> "$work/dump.err" \
+  || { cat "$work/dump.err" >&2; die "lawn_dump failed on the data dir"; }
+grep -q "\"id\":\"$(printf smoke-1 | base64)\"" "$work/dump.txt" || die "lawn_dump did not print smoke-1"
+log "lawn_dump printed smoke-1 from the data dir"
+
 # The data dir is the image's /var/lib/lawn: a second start recovers the timer from RocksDB.
 start_lawnd
 "$lawnctl" --addr "127.0.0.1:$port" get smoke-1 -n smoke > /dev/null || die "smoke-1 lost across a restart"
