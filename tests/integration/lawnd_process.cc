@@ -131,7 +131,7 @@ int LawndProcess::RunToExit(std::chrono::milliseconds timeout) {
   return -1;
 }
 
-void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
+void LawndProcess::Launch() {
   ASSERT_LT(pid_, 0) << "already running";
   log_offset_ = Log().size();
   std::vector<std::string> args = {binary_, "--listen", "127.0.0.1:0", "--data-dir", data_dir_,
@@ -141,6 +141,25 @@ void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
   const pid_t pid = Spawn(args, ChildEnvironment(), {log_path_, log_path_}, &error);
   ASSERT_GE(pid, 0) << error;
   pid_ = pid;
+}
+
+bool LawndProcess::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (Log().find(text, log_offset_) != std::string::npos) return true;
+    int status;
+    if (pid_ < 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Log().find(text, log_offset_) != std::string::npos;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+void LawndProcess::StartNoWait(std::chrono::milliseconds timeout) {
+  Launch();
+  if (pid_ < 0) return;
   const std::regex listening(R"(listening on [^ ]*:(\d+))");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -49,6 +49,11 @@ class LawndProcess {
   // Starts without waiting for SERVING (still waits for the port).
   void StartNoWait(std::chrono::milliseconds timeout = kStartTimeout);
   bool WaitServing(std::chrono::milliseconds timeout);
+  // Spawns lawnd and returns at once (e.g. to kill it while it starts); StartNoWait waits for the port.
+  void Launch();
+  // Waits until the log since the last start holds `text`; false after `timeout` or once lawnd has exited
+  // without it.
+  bool WaitForLog(const std::string& text, std::chrono::milliseconds timeout);
   // grpc.health.v1 status of `service` ("" = the server): kServing, kNotServing, 0 (unknown), -1 (no answer).
   static constexpr int kServing = 1;
   static constexpr int kNotServing = 2;
