@@ -217,7 +217,10 @@ stop_lawnd() {
 start_lawnd
 metrics_port=$(sed -n 's|.*metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' "$run_log" | head -n1)
 if [ -n "$metrics_port" ] && command -v curl > /dev/null; then
-  curl -fsS "http://127.0.0.1:$metrics_port/metrics" | grep -q '^lawn_' || die "/metrics has no lawn_ metric"
+  # Into a file first: grep -q stops reading at its first match, and curl, still writing a large page, would
+  # fail the pipe (exit 23).
+  curl -fsS "http://127.0.0.1:$metrics_port/metrics" > "$work/metrics.txt" || die "/metrics did not answer"
+  grep -q '^lawn_' "$work/metrics.txt" || die "/metrics has no lawn_ metric"
   log "/metrics answers on 127.0.0.1:$metrics_port"
 fi
 "$lawnctl" --addr "127.0.0.1:$port" start smoke-1 -n smoke --ttl 1h --payload hello > /dev/null
