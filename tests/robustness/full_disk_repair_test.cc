@@ -41,7 +41,12 @@ TEST(FullDiskRepairTest, ARepairRefusedAtRecoveryIsWrittenByTheFirstAdmittedRoun
   stub.reset();
   ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
 
-  // A second record of the same key, at an earlier deadline (a lost delete), written beneath lawnd.
+  // A second record of the same key, at an earlier deadline (a lost delete), written beneath lawnd. The
+  // test's own RocksDB needs room first: opening the store replays lawnd's WAL and flushes it to a file (up
+  // to write_buffer_bytes), which on the disk as lawnd left it (about 24 MiB free) once aborted the test
+  // process (Debian's RocksDB asserts on a failed WAL write). 300 MiB leaves at most 164 MiB free: still
+  // below the 200 MiB guard of the start below.
+  ASSERT_TRUE(disk.Resize("300m"));
   const int64_t earlier = later - 600'000'000'000;
   const std::string key = std::string("rec") + '\0' + "twice";
   std::string value;
