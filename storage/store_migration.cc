@@ -106,10 +106,10 @@ absl::StatusOr<Tally> TallyStore(TimerStore& store) {
   return tally;
 }
 
-// Builds the new store in `building` from the RocksDB store in `dir` and checks it; returns what it holds
-// and the old store's CURRENT (for the backup). The RocksDB store is closed on return.
-absl::StatusOr<StoreMigrationResult> Build(const StoreMigrationOptions& options, const std::string& building,
-                                           std::string* rocksdb_current) {
+// Builds the new store in `building` from the RocksDB store in `dir` and checks it; returns what it holds.
+// The RocksDB store is closed on return.
+absl::StatusOr<StoreMigrationResult> Build(const StoreMigrationOptions& options,
+                                           const std::string& building) {
   RocksDbStoreOptions old_options;
   old_options.path = options.path;
   old_options.staging = options.staging;
@@ -140,10 +140,6 @@ absl::StatusOr<StoreMigrationResult> Build(const StoreMigrationOptions& options,
                        " and ", copied.staged, " written (or different contents)"));
     }
   }
-  old_store.reset();  // Releases RocksDB's LOCK: its files are moved next.
-  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(options.path + "/CURRENT"));
-  if (!current) return absl::FailedPreconditionError(absl::StrCat(options.path, "/CURRENT is gone"));
-  *rocksdb_current = std::move(*current);
   result.timers = copied.timers;
   result.expirations = copied.expirations;
   result.staged = copied.staged;
@@ -230,20 +226,26 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
         "migration to storage format 3: ", (root / kFormat2BackupDir).string(),
         " exists (the old store of an earlier migration?): move it out of the data dir, then start again"));
   }
-  std::string rocksdb_current;
-  // The RocksDB store holds the dir while it is open.
-  absl::StatusOr<StoreMigrationResult> built = Build(options, building.string(), &rocksdb_current);
-  if (!built.ok()) {
-    fs::remove_all(building, ec);  // The old store is untouched; the next attempt starts over.
-    return built.status();
-  }
+  // Before SWITCH is written nothing of the old store has changed: a failure removes the half-built store,
+  // and the next attempt starts over.
+  auto abandon = [&building](absl::Status status) {
+    std::error_code remove_ec;
+    fs::remove_all(building, remove_ec);
+    return status;
+  };
+  // The RocksDB store holds the dir while it is open; Build closes it (its files are moved next).
+  absl::StatusOr<StoreMigrationResult> built = Build(options, building.string());
+  if (!built.ok()) return abandon(built.status());
+  absl::StatusOr<std::optional<std::string>> rocksdb_current = ReadWholeFile(options.path + "/CURRENT");
+  if (!rocksdb_current.ok()) return abandon(rocksdb_current.status());
+  if (!*rocksdb_current) return abandon(absl::FailedPreconditionError(options.path + "/CURRENT is gone"));
   // From here to the last rename. Another lawnd that took the dir in between owns it (and discards this
   // half-built store, which has no SWITCH yet).
   LAWN_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, DirLock::Acquire(options.path));
   // What the switch moves: every entry of the old store, which is everything in the data dir but CURRENT
   // (replaced by the switch; the backup gets a copy) and the entries lawnd keeps beside a store.
   std::string plan =
-      absl::StrCat(kSwitchHeader, "\ncurrent ", absl::StripSuffix(rocksdb_current, "\n"), "\n");
+      absl::StrCat(kSwitchHeader, "\ncurrent ", absl::StripSuffix(**rocksdb_current, "\n"), "\n");
   for (fs::directory_iterator it(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name == "CURRENT" || name == kMigratingDir || name == TimerStore::kCheckpointsDir ||
@@ -253,14 +255,8 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
     if (name.find('\n') != std::string::npos) continue;  // Not RocksDB's; left where it is.
     absl::StrAppend(&plan, "move ", name, "\n");
   }
-  if (ec) {
-    fs::remove_all(building, ec);
-    return absl::UnavailableError(absl::StrCat("list ", options.path, ": ", ec.message()));
-  }
-  if (absl::Status s = ReplaceFile(building.string(), kSwitchFile, plan); !s.ok()) {
-    fs::remove_all(building, ec);
-    return s;
-  }
+  if (ec) return abandon(absl::UnavailableError(absl::StrCat("list ", options.path, ": ", ec.message())));
+  if (absl::Status s = ReplaceFile(building.string(), kSwitchFile, plan); !s.ok()) return abandon(s);
   LAWN_RETURN_IF_ERROR(Switch(options.path, options.continue_at));
   return built;
 }

@@ -47,11 +47,7 @@ TEST_P(DumpTest, PrintsEveryPendingTimerAndUndeliveredExpirationOfAStoppedLawnd)
                     .ok());
   }
   ASSERT_TRUE(StartTtl(*stub, "dump", "fired", milliseconds(50), nullptr, "keep me").ok());
-  ASSERT_TRUE(WaitFor([&] {
-    grpc::ClientContext ctx;
-    v1::GetStatsResponse stats;
-    return stub->GetStats(&ctx, v1::GetStatsRequest(), &stats).ok() && stats.outbox() == 1;
-  }));
+  ASSERT_TRUE(WaitFor([&] { return StatsOf(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
 
   // A running lawnd holds its data dir.
   ProgramResult refused = Dump(dir, data);
@@ -86,9 +82,7 @@ TEST_P(DumpTest, PrintsEveryPendingTimerAndUndeliveredExpirationOfAStoppedLawnd)
   // The dump left the dir whole.
   lawnd.Start();
   stub = lawnd.stub();
-  grpc::ClientContext ctx;
-  v1::GetStatsResponse stats;
-  ASSERT_TRUE(stub->GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  const v1::GetStatsResponse stats = StatsOf(*stub);
   EXPECT_EQ(stats.pending_timers(), 3u);
   EXPECT_EQ(stats.outbox(), 1u);
 }

@@ -20,13 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-v1::GetStatsResponse Stats(v1::TimerService::Stub& stub) {
-  grpc::ClientContext ctx;
-  v1::GetStatsResponse resp;
-  EXPECT_TRUE(stub.GetStats(&ctx, v1::GetStatsRequest(), &resp).ok());
-  return resp;
-}
-
 // Subscribes to `ns`, expects the expiration of timer "fired" with payload "keep me" (the one timer the test
 // let fire unsubscribed), acks it and waits until the outbox is empty.
 void ReceiveAndAckKeepMe(v1::TimerService::Stub& stub, const std::string& ns) {
@@ -36,7 +29,7 @@ void ReceiveAndAckKeepMe(v1::TimerService::Stub& stub, const std::string& ns) {
   EXPECT_EQ(e->timer().id(), "fired");
   EXPECT_EQ(e->timer().payload(), "keep me");
   sub.Ack(e->delivery_id());
-  ASSERT_TRUE(WaitFor([&] { return Stats(stub).outbox() == 0; }));
+  ASSERT_TRUE(WaitFor([&] { return StatsOf(stub).outbox() == 0; }));
   sub.Close();
 }
 
@@ -64,7 +57,7 @@ TEST(DurabilityTest, KillNineKeepsEveryAcknowledgedTimer) {
     EXPECT_EQ(got.interval().seconds(), want.interval().seconds());
     EXPECT_EQ(got.ttl().seconds(), want.ttl().seconds());
   }
-  EXPECT_EQ(Stats(*stub).pending_timers(), 200u);
+  EXPECT_EQ(StatsOf(*stub).pending_timers(), 200u);
   EXPECT_NE(lawnd.Log().find("recovery done: 200 timers"), std::string::npos);
 }
 
@@ -120,7 +113,7 @@ TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutb
                       .ok());
     }
     ASSERT_TRUE(StartTtl(*stub, "mig", "fired", milliseconds(50), nullptr, "keep me").ok());
-    ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
+    ASSERT_TRUE(WaitFor([&] { return StatsOf(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
     old.Kill();
   }
   LawndProcess lawnd(data, {"--storage-engine", "log"});
@@ -128,7 +121,7 @@ TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutb
   EXPECT_NE(lawnd.Log().find("storage format 2 migrated to 3"), std::string::npos) << lawnd.Log();
   EXPECT_NE(lawnd.Log().find("100 timers, 1 outbox entries"), std::string::npos) << lawnd.Log();
   auto stub = lawnd.stub();
-  EXPECT_EQ(Stats(*stub).pending_timers(), 100u);
+  EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
   for (int i = 0; i < 100; ++i) {
     v1::Timer got;
     ASSERT_TRUE(GetTimer(*stub, "mig", "t" + std::to_string(i), &got).ok()) << i;
@@ -148,8 +141,8 @@ TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutb
       << log;
   EXPECT_EQ(last_start.find("migrat"), std::string::npos) << log;
   stub = later.stub();
-  EXPECT_EQ(Stats(*stub).pending_timers(), 100u);
-  EXPECT_EQ(Stats(*stub).outbox(), 0u);
+  EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
+  EXPECT_EQ(StatsOf(*stub).outbox(), 0u);
 }
 
 // One lawnd per data dir, whichever engine: a second one started on it exits at once, naming the dir, and the
@@ -175,17 +168,17 @@ TEST(DurabilityTest, UndeliveredExpirationSurvivesKillNine) {
   lawnd.Start();
   auto stub = lawnd.stub();
   ASSERT_TRUE(StartTtl(*stub, "out", "fired", milliseconds(50), nullptr, "keep me").ok());
-  ASSERT_TRUE(WaitFor([&] { return Stats(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
+  ASSERT_TRUE(WaitFor([&] { return StatsOf(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
   lawnd.Kill();
   lawnd.Start();
   stub = lawnd.stub();
-  EXPECT_EQ(Stats(*stub).outbox(), 1u);
+  EXPECT_EQ(StatsOf(*stub).outbox(), 1u);
   ReceiveAndAckKeepMe(*stub, "out");
   // The ack is persisted: after another restart nothing is redelivered.
   lawnd.Stop(SIGTERM);
   lawnd.Start();
   stub = lawnd.stub();
-  EXPECT_EQ(Stats(*stub).outbox(), 0u);
+  EXPECT_EQ(StatsOf(*stub).outbox(), 0u);
 }
 
 TEST(DurabilityTest, TimersDueDuringDowntimeFireAtOnceMarkedLate) {
@@ -333,7 +326,7 @@ void CheckpointIsARestorableBackup(const std::vector<std::string>& flags) {
   LawndProcess from_backup(restored, flags);
   from_backup.Start();
   stub = from_backup.stub();
-  EXPECT_EQ(Stats(*stub).pending_timers(), 50u);
+  EXPECT_EQ(StatsOf(*stub).pending_timers(), 50u);
   v1::Timer t;
   EXPECT_TRUE(GetTimer(*stub, "bk", "t7", &t).ok());
   EXPECT_EQ(GetTimer(*stub, "bk", "later", &t).error_code(), grpc::StatusCode::NOT_FOUND);

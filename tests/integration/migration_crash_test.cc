@@ -25,13 +25,6 @@ namespace fs = std::filesystem;
 constexpr int kTimers = kSanitized ? 40'000 : 200'000;
 constexpr int kBatch = 10'000;
 
-uint64_t PendingTimers(v1::TimerService::Stub& stub) {
-  grpc::ClientContext ctx;
-  v1::GetStatsResponse stats;
-  EXPECT_TRUE(stub.GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
-  return stats.pending_timers();
-}
-
 TEST(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
   TempDir dir;
   const std::string source = dir.path() + "/format2";
@@ -77,7 +70,7 @@ TEST(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
       // Killed after the switch: the restart finds format 3.
       EXPECT_NE(restart.find("data dir " + data + ": storage format 3"), std::string::npos) << log;
     }
-    EXPECT_EQ(PendingTimers(*lawnd.stub()), static_cast<uint64_t>(kTimers)) << log;
+    EXPECT_EQ(StatsOf(*lawnd.stub()).pending_timers(), static_cast<uint64_t>(kTimers)) << log;
     v1::Timer t;
     EXPECT_TRUE(GetTimer(*lawnd.stub(), "mig", "timer-" + std::to_string(kTimers - 1), &t).ok());
     EXPECT_FALSE(fs::exists(data + "/format3.migrating"));

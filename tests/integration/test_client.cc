@@ -108,12 +108,17 @@ bool StartAll(v1::TimerService::Stub& stub, const std::vector<v1::StartTimerRequ
   return true;
 }
 
-v1::NamespaceStats NamespaceStatsOf(v1::TimerService::Stub& stub, const std::string& ns) {
+v1::GetStatsResponse StatsOf(v1::TimerService::Stub& stub) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::GetStatsResponse resp;
   const grpc::Status s = stub.GetStats(&ctx, v1::GetStatsRequest(), &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp;
+}
+
+v1::NamespaceStats NamespaceStatsOf(v1::TimerService::Stub& stub, const std::string& ns) {
+  const v1::GetStatsResponse resp = StatsOf(stub);
   for (const auto& n : resp.namespaces()) {
     if (n.namespace_() == ns) return n;
   }

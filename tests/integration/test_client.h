@@ -41,6 +41,8 @@ bool StartAll(v1::TimerService::Stub& stub, const std::vector<v1::StartTimerRequ
 // GetTimer of `ns`/`id` into `out` (cleared if there is none).
 grpc::Status GetTimer(v1::TimerService::Stub& stub, const std::string& ns, const std::string& id, v1::Timer* out);
 // GetStats of one namespace (empty stats if lawnd does not know it).
+// GetStats (10 s deadline); a failed call is a test failure and an empty response.
+v1::GetStatsResponse StatsOf(v1::TimerService::Stub& stub);
 v1::NamespaceStats NamespaceStatsOf(v1::TimerService::Stub& stub, const std::string& ns);
 
 using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
