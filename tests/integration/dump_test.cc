@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -89,12 +91,22 @@ TEST_P(DumpTest, PrintsEveryPendingTimerAndUndeliveredExpirationOfAStoppedLawnd)
 
 INSTANTIATE_TEST_SUITE_P(Engines, DumpTest, ::testing::Values("log", "rocksdb"));
 
-TEST(DumpToolTest, ADirWithoutAStoreIsNotFoundAndBadUsageIsExitTwo) {
+TEST(DumpToolTest, ADirWithoutAStoreOrMidMigrationIsRefusedAndBadUsageIsExitTwo) {
   TempDir dir;
   ProgramResult empty = Dump(dir, dir.path());
   EXPECT_EQ(empty.code, 1);
   EXPECT_NE(empty.err.find("NOT_FOUND"), std::string::npos) << empty.err;
   EXPECT_NE(empty.err.find("holds no lawn store"), std::string::npos) << empty.err;
+  // A migration under way (what a crash during one leaves) is lawnd's to finish, not the dump's to read.
+  std::filesystem::create_directories(dir.path() + "/migrating/format3.migrating");
+  {
+    std::ofstream current(dir.path() + "/migrating/CURRENT");
+    current << "MANIFEST-000001\n";
+  }
+  ProgramResult migrating = Dump(dir, dir.path() + "/migrating");
+  EXPECT_EQ(migrating.code, 1);
+  EXPECT_NE(migrating.err.find("FAILED_PRECONDITION"), std::string::npos) << migrating.err;
+  EXPECT_NE(migrating.err.find("has not finished"), std::string::npos) << migrating.err;
   ProgramResult usage = RunProgram({LAWN_DUMP_PATH}, dir.path(), "usage", kStartTimeout);
   EXPECT_EQ(usage.code, 2);
   EXPECT_NE(usage.err.find("usage: lawn_dump DATA_DIR"), std::string::npos) << usage.err;
