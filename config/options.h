@@ -165,7 +165,8 @@ struct Options {
   // Where durable modes keep timers: "rocksdb" (storage format 2, one RocksDB record per timer), "log"
   // (storage format 3: a round log of lawnd's own, folded into snapshots; docs/durable-log.md), or "auto":
   // the engine of the store the data dir holds, "log" for a new data dir (so a data dir written before "auto"
-  // was the default keeps its RocksDB store). A data dir holds one or the other; neither opens the other's.
+  // was the default keeps its RocksDB store). A data dir holds one or the other; "rocksdb" or "log" set on a
+  // data dir holding the other's store converts it at start (storage/store_migration.h), "auto" never does.
   // Flag --storage-engine. Default "auto".
   std::string storage_engine = "auto";
 

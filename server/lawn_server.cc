@@ -133,36 +133,41 @@ absl::StatusOr<std::string> ChooseEngine(const Options& options, bool rocksdb_op
   return std::string(rocksdb ? "rocksdb" : "log");
 }
 
-// storage.engine `log` on a data dir that holds a RocksDB store (formats 1 and 2): converts it in place
-// (storage/store_migration.h) and says so. Only an explicit `log` gets here: `auto` keeps RocksDB.
-absl::Status MigrateIfRocksDb(const Options& options, bool cluster_mode) {
+// An explicit storage.engine on a data dir that holds the other engine's store converts it in place
+// (storage/store_migration.h) and says so: `log` on a RocksDB store (formats 1 and 2) to format 3, `rocksdb`
+// on a format 3 store back to format 2. `auto` keeps what the dir holds and never gets here.
+absl::Status MigrateIfOtherEngine(const Options& options, const std::string& engine, bool cluster_mode) {
   absl::StatusOr<DataDirStore> holds = InspectDataDir(options.data_dir);
   if (!holds.ok()) return holds.status();
-  if (*holds != DataDirStore::kRocksDb) return absl::OkStatus();
-  spdlog::info(
-      "data dir {}: holds a RocksDB store (storage format 1 or 2); storage.engine: log: migrating it to "
-      "storage format 3",
-      options.data_dir);
+  const bool to_log = engine == "log";
+  if (*holds != (to_log ? DataDirStore::kRocksDb : DataDirStore::kLog)) return absl::OkStatus();
+  const char* const from_format = to_log ? "storage format 1 or 2, a RocksDB store" : "storage format 3";
+  const char* const to_format = to_log ? "storage format 3" : "storage format 2";
+  const char* const backup = to_log ? kFormat2BackupDir : kFormat3BackupDir;
+  spdlog::info("data dir {}: holds {}; storage.engine: {}: migrating it to {}", options.data_dir, from_format,
+               engine, to_format);
   StoreMigrationOptions migration;
   migration.path = options.data_dir;
   migration.staging = cluster_mode;
   migration.min_free_disk_bytes = options.min_free_disk_bytes;
   migration.write_buffer_bytes = options.write_buffer_bytes;
   const auto began = std::chrono::steady_clock::now();
-  absl::StatusOr<StoreMigrationResult> migrated = MigrateToLogStore(migration);
+  absl::StatusOr<StoreMigrationResult> migrated =
+      to_log ? MigrateToLogStore(migration) : MigrateToRocksDbStore(migration);
   if (!migrated.ok()) {
     return absl::Status(migrated.status().code(),
-                        absl::StrCat("migrating data dir ", options.data_dir,
-                                     " to storage format 3 failed (before the switch the RocksDB store is "
-                                     "left as it was, which storage.engine: rocksdb or auto opens; a switch "
-                                     "under way is finished at the next start): ",
+                        absl::StrCat("migrating data dir ", options.data_dir, " to ", to_format,
+                                     " failed (before the switch the old store is left as it was, which "
+                                     "storage.engine: auto opens; a switch under way is finished at the next "
+                                     "start): ",
                                      migrated.status().message()));
   }
   spdlog::info(
-      "data dir {}: storage format 2 migrated to 3 in {:.1f} s: {} timers, {} outbox entries, {} staged "
-      "entries; the old store is kept in {}/{} (a RocksDB data dir): delete it once this store is trusted",
-      options.data_dir, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-      migrated->timers, migrated->expirations, migrated->staged, options.data_dir, kFormat2BackupDir);
+      "data dir {}: migrated to {} in {:.1f} s: {} timers, {} outbox entries, {} staged entries; the old "
+      "store is kept in {}/{} ({}): delete it once this store is trusted",
+      options.data_dir, to_format,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), migrated->timers,
+      migrated->expirations, migrated->staged, options.data_dir, backup, from_format);
   return absl::OkStatus();
 }
 
@@ -181,19 +186,21 @@ absl::Status LawnServer::Start() {
   const bool cluster_mode = !options_.cluster_etcd_endpoints.empty();
   std::string engine = "memory";
   if (options_.durability != Durability::kMemory) {
-    // A migration to storage format 3 that a crash interrupted is finished (or its half-built store
-    // removed) before anything looks at the data dir.
+    // A storage migration that a crash interrupted is finished (or its half-built store removed) before
+    // anything looks at the data dir.
     absl::StatusOr<bool> resumed = ResumeStoreMigration(options_.data_dir);
     if (!resumed.ok()) return resumed.status();
     if (*resumed)
-      spdlog::info("data dir {}: finished the migration to storage format 3 that a restart interrupted",
+      spdlog::info("data dir {}: finished the storage migration that a restart interrupted",
                    options_.data_dir);
     absl::StatusOr<std::string> chosen = ChooseEngine(options_, open_store_ != nullptr);
     if (!chosen.ok()) return chosen.status();
     engine = *chosen;
+    if (options_.storage_engine == engine) {
+      if (absl::Status s = MigrateIfOtherEngine(options_, engine, cluster_mode); !s.ok()) return s;
+    }
   }
   if (engine == "log") {
-    if (absl::Status s = MigrateIfRocksDb(options_, cluster_mode); !s.ok()) return s;
     LogStoreOptions log_options;
     log_options.path = options_.data_dir;
     log_options.min_free_disk_bytes = options_.min_free_disk_bytes;
@@ -216,6 +223,8 @@ absl::Status LawnServer::Start() {
       spdlog::info("data dir {}: storage format version 1 migrated to {}: {} timers re-keyed by deadline",
                    store_options.path, RocksDbTimerStore::kFormatVersion, *migrated);
     }
+    spdlog::info("data dir {}: storage format {} (storage.engine: rocksdb)", store_options.path,
+                 RocksDbTimerStore::kFormatVersion);
     store = std::move(*opened);
   }
   metrics_ = std::make_unique<Metrics>(options_.shards, DurabilityName(options_.durability));

@@ -691,6 +691,19 @@ absl::StatusOr<uint64_t> RocksDbTimerStore::NextBootEpoch() {
   return epoch;
 }
 
+absl::Status RocksDbTimerStore::SetBootEpoch(uint64_t last) {
+  Rep& r = *rep_;
+  LAWN_RETURN_IF_ERROR(r.Failed());
+  absl::MutexLock l(&r.epoch_mu);
+  std::string value;
+  internal::AppendFixed64BigEndian(&value, last);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  const rocksdb::Status s = r.db->Put(wo, r.meta, kBootEpochKey, value);
+  if (!s.ok()) return r.Fail("write boot_epoch", s);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> RocksDbTimerStore::DataBytes() const {
   // The error_code overloads throughout: no filesystem_error may escape storage/.
   std::error_code ec;

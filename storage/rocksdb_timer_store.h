@@ -91,6 +91,9 @@ class RocksDbTimerStore final : public TimerStore {
                        absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
                        absl::FunctionRef<bool(const absl::Status&)> on_corrupt) override;
   absl::StatusOr<uint64_t> NextBootEpoch() override;
+  // Makes `last` the last boot epoch handed out (NextBootEpoch returns `last` + 1 next), synced: for a store
+  // built from another one (storage/store_migration.h), whose delivery ids must stay unique.
+  absl::Status SetBootEpoch(uint64_t last);
   absl::Status ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) override;
 
   // Total size in bytes of the regular files in the data dir (SST, WAL, MANIFEST, info LOG, ...), apparent

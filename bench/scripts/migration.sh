@@ -6,15 +6,22 @@
 #
 #   LAWND_OLD=<lawnd before 2026-11-27, e.g. built at 3e6fdc9> LAWN_BUILD=$PWD/build bench/scripts/migration.sh
 #   TO=3 LAWN_BUILD=$PWD/build bench/scripts/migration.sh
+#   FROM=3 TO=2 LAWN_BUILD=$PWD/build bench/scripts/migration.sh
 #
 # TO=2 (the default): format version 1 (LAWND_OLD) to 2. TO=3: format 2 (this build with
 # --storage-engine rocksdb) to 3 (--storage-engine log), which keeps the old store in format2-backup.
-# Environment (defaults): TO (2), LAWND_OLD (required for TO=2), COUNT (1000000), plus those of load_common.sh.
+# FROM=3 TO=2: format 3 (this build, --storage-engine log) back to 2 (--storage-engine rocksdb), which keeps
+# the old store in format3-backup.
+# Environment (defaults): TO (2), FROM (TO - 1), LAWND_OLD (required for version 1), COUNT (1000000), plus
+# those of load_common.sh.
 source "$(dirname "${BASH_SOURCE[0]}")/load_common.sh"
 
 TO=${TO:-2}
+FROM=${FROM:-$((TO - 1))}
 if [[ $TO == 3 ]]; then
   LAWND_OLD=$LAWND OLD_ARGS=(--storage-engine rocksdb) NEW_ARGS=(--storage-engine log)
+elif [[ $FROM == 3 ]]; then
+  LAWND_OLD=$LAWND OLD_ARGS=(--storage-engine log) NEW_ARGS=(--storage-engine rocksdb)
 else
   [[ -x ${LAWND_OLD:-} ]] || { echo "set LAWND_OLD to a lawnd of storage format version 1" >&2; exit 2; }
   OLD_ARGS=() NEW_ARGS=()
@@ -40,7 +47,7 @@ lawn_start --durability interval --shards 2 "${OLD_ARGS[@]}"
 "$LAWN_LOAD" --target "127.0.0.1:$LAWN_PORT" --mode batch --batch 1000 --concurrency 8 --count "$COUNT" \
   --ttl 1h >/dev/null
 lawn_stop
-echo "format $((TO - 1)) data dir: $(du -sh "$LAWN_REUSE_DIR" | cut -f1), $COUNT timers (load 1m: $(cut -d' ' -f1 /proc/loadavg))"
+echo "format $FROM data dir: $(du -sh "$LAWN_REUSE_DIR" | cut -f1), $COUNT timers (load 1m: $(cut -d' ' -f1 /proc/loadavg))"
 
 LAWND=$NEW_LAWND
 for start in migrating again; do

@@ -97,52 +97,67 @@ TEST(DurabilityTest, TheDefaultEngineIsTheLogForANewDataDirAndRocksDbForARocksDb
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/old/LAWN_FORMAT"));
 }
 
-// storage.engine: log on a data dir a RocksDB lawnd wrote (format 2): lawnd migrates it at start, carrying
-// every pending timer and the undelivered expiration, keeps the old store as a backup, and later starts
-// (auto) keep format 3.
-TEST(DurabilityTest, StorageEngineLogMigratesARocksDbDataDirWithItsTimersAndOutbox) {
-  TempDir dir;
-  const std::string data = dir.path() + "/data";
-  {
-    LawndProcess old(data, {"--storage-engine", "rocksdb"});
-    old.Start();
-    auto stub = old.stub();
-    for (int i = 0; i < 100; ++i) {
-      ASSERT_TRUE(StartTtl(*stub, "mig", "t" + std::to_string(i), milliseconds(3'600'000), nullptr,
-                           "p" + std::to_string(i))
-                      .ok());
+// An explicit storage.engine on a data dir the other engine wrote: `log` on a RocksDB one (format 2), and
+// `rocksdb` on a format 3 one (back to format 2). lawnd migrates it at start, carrying every pending timer
+// and the undelivered expiration, keeps the old store as a backup, and later starts (auto) keep the new
+// format.
+TEST(DurabilityTest, AnExplicitStorageEngineMigratesTheOtherEnginesDataDirWithItsTimersAndOutbox) {
+  struct Way {
+    const char* from;
+    const char* to;
+    const char* migrated_line;
+    const char* backup;
+    const char* building;
+    const char* auto_line;
+  };
+  for (const Way& way :
+       {Way{"rocksdb", "log", "migrated to storage format 3 in", "format2-backup", "format3.migrating",
+            "storage.engine auto: log (the data dir holds storage format 3)"},
+        Way{"log", "rocksdb", "migrated to storage format 2 in", "format3-backup", "format2.migrating",
+            "storage.engine auto: rocksdb (the data dir holds a RocksDB store"}}) {
+    SCOPED_TRACE(std::string(way.from) + " -> " + way.to);
+    TempDir dir;
+    const std::string data = dir.path() + "/data";
+    {
+      LawndProcess old(data, {"--storage-engine", way.from});
+      old.Start();
+      auto stub = old.stub();
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(StartTtl(*stub, "mig", "t" + std::to_string(i), milliseconds(3'600'000), nullptr,
+                             "p" + std::to_string(i))
+                        .ok());
+      }
+      ASSERT_TRUE(StartTtl(*stub, "mig", "fired", milliseconds(50), nullptr, "keep me").ok());
+      ASSERT_TRUE(WaitFor([&] { return StatsOf(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
+      old.Kill();
     }
-    ASSERT_TRUE(StartTtl(*stub, "mig", "fired", milliseconds(50), nullptr, "keep me").ok());
-    ASSERT_TRUE(WaitFor([&] { return StatsOf(*stub).outbox() == 1; }));  // Fired; nobody subscribed.
-    old.Kill();
-  }
-  LawndProcess lawnd(data, {"--storage-engine", "log"});
-  lawnd.Start();
-  EXPECT_NE(lawnd.Log().find("storage format 2 migrated to 3"), std::string::npos) << lawnd.Log();
-  EXPECT_NE(lawnd.Log().find("100 timers, 1 outbox entries"), std::string::npos) << lawnd.Log();
-  auto stub = lawnd.stub();
-  EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
-  for (int i = 0; i < 100; ++i) {
-    v1::Timer got;
-    ASSERT_TRUE(GetTimer(*stub, "mig", "t" + std::to_string(i), &got).ok()) << i;
-    EXPECT_EQ(got.payload(), "p" + std::to_string(i));
-  }
-  ReceiveAndAckKeepMe(*stub, "mig");
-  EXPECT_TRUE(std::filesystem::exists(data + "/format2-backup/CURRENT"));
-  EXPECT_FALSE(std::filesystem::exists(data + "/format3.migrating"));
-  lawnd.Stop(SIGTERM);
+    LawndProcess lawnd(data, {"--storage-engine", way.to});
+    lawnd.Start();
+    EXPECT_NE(lawnd.Log().find(way.migrated_line), std::string::npos) << lawnd.Log();
+    EXPECT_NE(lawnd.Log().find("100 timers, 1 outbox entries"), std::string::npos) << lawnd.Log();
+    auto stub = lawnd.stub();
+    EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
+    for (int i = 0; i < 100; ++i) {
+      v1::Timer got;
+      ASSERT_TRUE(GetTimer(*stub, "mig", "t" + std::to_string(i), &got).ok()) << i;
+      EXPECT_EQ(got.payload(), "p" + std::to_string(i));
+    }
+    ReceiveAndAckKeepMe(*stub, "mig");
+    EXPECT_TRUE(std::filesystem::exists(data + "/" + way.backup + "/CURRENT"));
+    EXPECT_FALSE(std::filesystem::exists(data + "/" + way.building));
+    lawnd.Stop(SIGTERM);
 
-  LawndProcess later(data);
-  later.Start();
-  const std::string log = later.Log();
-  const std::string last_start = log.substr(log.rfind("lawnd starting"));  // The log file holds every start.
-  EXPECT_NE(last_start.find("storage.engine auto: log (the data dir holds storage format 3)"),
-            std::string::npos)
-      << log;
-  EXPECT_EQ(last_start.find("migrat"), std::string::npos) << log;
-  stub = later.stub();
-  EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
-  EXPECT_EQ(StatsOf(*stub).outbox(), 0u);
+    LawndProcess later(data);
+    later.Start();
+    const std::string log = later.Log();
+    const std::string last_start =
+        log.substr(log.rfind("lawnd starting"));  // The log file holds every start.
+    EXPECT_NE(last_start.find(way.auto_line), std::string::npos) << log;
+    EXPECT_EQ(last_start.find("migrat"), std::string::npos) << log;
+    stub = later.stub();
+    EXPECT_EQ(StatsOf(*stub).pending_timers(), 100u);
+    EXPECT_EQ(StatsOf(*stub).outbox(), 0u);
+  }
 }
 
 // One lawnd per data dir, whichever engine: a second one started on it exits at once, naming the dir, and the

@@ -1,11 +1,13 @@
-// kill -9 during the migration of a RocksDB data dir to storage format 3 (storage/store_migration.h): lawnd,
-// started with --storage-engine log on a copy of a format 2 dir that a RocksDB lawnd wrote, is killed at
-// moments spread over its migration and started again. Every time, every timer is there and the migration
-// ended finished (resumed, or done again from the start), never half applied.
+// kill -9 during the migration of a data dir between storage formats 2 and 3 (storage/store_migration.h),
+// both ways: lawnd, started with --storage-engine log on a copy of a format 2 dir that a RocksDB lawnd wrote
+// (or rocksdb on a format 3 dir), is killed at moments spread over its migration and started again. Every
+// time, every timer is there and the migration ended finished (resumed, or done again from the start), never
+// half applied.
 #include <signal.h>
 
 #include <chrono>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -25,11 +27,24 @@ namespace fs = std::filesystem;
 constexpr int kTimers = kSanitized ? 40'000 : 200'000;
 constexpr int kBatch = 10'000;
 
-TEST(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
+struct Way {
+  const char* from;      // storage.engine of the lawnd that writes the data dir.
+  const char* to;        // storage.engine of the lawnd that migrates it.
+  const char* format;    // The format migrated to.
+  const char* building;  // store_migration.h's names.
+  const char* backup;
+};
+
+void PrintTo(const Way& way, std::ostream* os) { *os << way.from << " -> " << way.to; }
+
+class MigrationCrashTest : public ::testing::TestWithParam<Way> {};
+
+TEST_P(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
+  const Way& way = GetParam();
   TempDir dir;
-  const std::string source = dir.path() + "/format2";
+  const std::string source = dir.path() + "/source";
   {
-    LawndProcess old(source, {"--storage-engine", "rocksdb", "--durability", "interval"});
+    LawndProcess old(source, {"--storage-engine", way.from, "--durability", "interval"});
     old.Start();
     auto stub = old.stub();
     for (int b = 0; b < kTimers / kBatch; ++b) {
@@ -52,29 +67,28 @@ TEST(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
     SCOPED_TRACE("killed " + std::to_string(delay_ms) + " ms into the migration");
     const std::string data = dir.path() + "/data-" + std::to_string(delay_ms);
     fs::copy(source, data, fs::copy_options::recursive);
-    LawndProcess lawnd(data, {"--storage-engine", "log", "--durability", "interval"});
+    LawndProcess lawnd(data, {"--storage-engine", way.to, "--durability", "interval"});
     lawnd.Launch();
-    ASSERT_TRUE(lawnd.WaitForLog("migrating it to storage format 3", kStartTimeout)) << lawnd.Log();
+    ASSERT_TRUE(lawnd.WaitForLog(std::string("migrating it to ") + way.format, kStartTimeout)) << lawnd.Log();
     std::this_thread::sleep_for(milliseconds(delay_ms));
     lawnd.Kill();
 
     lawnd.Start();
     const std::string log = lawnd.Log();
     const std::string restart = log.substr(log.rfind("lawnd starting"));
-    if (restart.find("finished the migration to storage format 3 that a restart interrupted") !=
-        std::string::npos) {
+    if (restart.find("finished the storage migration that a restart interrupted") != std::string::npos) {
       ++resumed;
-    } else if (restart.find("storage format 2 migrated to 3") != std::string::npos) {
+    } else if (restart.find(std::string("migrated to ") + way.format + " in") != std::string::npos) {
       ++redone;
     } else {
-      // Killed after the switch: the restart finds format 3.
-      EXPECT_NE(restart.find("data dir " + data + ": storage format 3"), std::string::npos) << log;
+      // Killed after the switch: the restart finds the new format.
+      EXPECT_NE(restart.find("data dir " + data + ": " + way.format), std::string::npos) << log;
     }
     EXPECT_EQ(StatsOf(*lawnd.stub()).pending_timers(), static_cast<uint64_t>(kTimers)) << log;
     v1::Timer t;
     EXPECT_TRUE(GetTimer(*lawnd.stub(), "mig", "timer-" + std::to_string(kTimers - 1), &t).ok());
-    EXPECT_FALSE(fs::exists(data + "/format3.migrating"));
-    EXPECT_TRUE(fs::exists(data + "/format2-backup/CURRENT"));
+    EXPECT_FALSE(fs::exists(data + "/" + way.building));
+    EXPECT_TRUE(fs::exists(data + "/" + way.backup + "/CURRENT"));
     ASSERT_EQ(lawnd.Stop(SIGTERM), 0);
     fs::remove_all(data);
   }
@@ -82,6 +96,14 @@ TEST(MigrationCrashTest, AKillNineAtAnyMomentOfTheMigrationLosesNothing) {
   std::printf("kills during the migration: %d redone from the start, %d switches resumed\n", redone, resumed);
   EXPECT_GT(redone, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Ways, MigrationCrashTest,
+    ::testing::Values(Way{"rocksdb", "log", "storage format 3", "format3.migrating", "format2-backup"},
+                      Way{"log", "rocksdb", "storage format 2", "format2.migrating", "format3-backup"}),
+    [](const ::testing::TestParamInfo<Way>& info) {
+      return std::string(info.param.to) == "log" ? "To3" : "To2";
+    });
 
 }  // namespace
 }  // namespace lawn::testing
