@@ -103,8 +103,6 @@ Held MakeStore(From engine, const std::string& path, int timers) {
   return {Contents(*store), Incoming(*store)};
 }
 
-Held MakeRocksDbStore(const std::string& path, int timers) { return MakeStore(From::kRocksDb, path, timers); }
-
 StoreMigrationOptions MigrationOptionsFor(const std::string& path) {
   StoreMigrationOptions options;
   options.path = path;
@@ -148,50 +146,34 @@ void ExpectMigrated(From from, const std::string& path, const Held& want, uint64
 }
 
 TEST(StoreMigrationTest, CarriesEveryRecordAndTheBootEpochAndKeepsTheOldStoreAsABackup) {
-  TempDir dir;
-  const std::string path = dir.Sub("data");
-  // 6000 timers, a fifth of them with 700-byte payloads: about 1 MiB per write of the new store, so it takes
-  // several.
-  const Held held = MakeRocksDbStore(path, 6000);
-  ASSERT_EQ(held.contents.timers.size(), 6000u);
-  absl::StatusOr<StoreMigrationResult> migrated = MigrateToLogStore(MigrationOptionsFor(path));
-  ASSERT_TRUE(migrated.ok()) << migrated.status();
-  EXPECT_EQ(migrated->timers, 6000u);
-  EXPECT_EQ(migrated->expirations, 20u);
-  EXPECT_EQ(migrated->staged, 7u);
-  EXPECT_EQ(migrated->boot_epoch, 4u);  // The old store's NextBootEpoch, taken by the migration.
-  ExpectMigrated(From::kRocksDb, path, held);
-  // Nothing left to resume, and the migrated store is a working one.
-  EXPECT_FALSE(ResumeStoreMigration(path).value());
-  auto log = OpenLog(path);
-  StoreBatch more;
-  more.PutTimer(Key("one", "after"), 1, 0, 0, "");
-  EXPECT_TRUE(log->Write(more, SyncMode::kSync).ok());
-}
-
-TEST(StoreMigrationTest, MigratesBackToFormat2WithEveryRecordAndTheBootEpoch) {
-  TempDir dir;
-  const std::string path = dir.Sub("data");
-  const Held held = MakeStore(From::kLog, path, 6000);
-  ASSERT_EQ(held.contents.timers.size(), 6000u);
-  absl::StatusOr<StoreMigrationResult> migrated = MigrateToRocksDbStore(MigrationOptionsFor(path));
-  ASSERT_TRUE(migrated.ok()) << migrated.status();
-  EXPECT_EQ(migrated->timers, 6000u);
-  EXPECT_EQ(migrated->expirations, 20u);
-  EXPECT_EQ(migrated->staged, 7u);
-  EXPECT_EQ(migrated->boot_epoch, 4u);
-  ExpectMigrated(From::kLog, path, held);
-  EXPECT_FALSE(ResumeStoreMigration(path).value());
-  auto rocksdb = OpenRocksDb(path);
-  StoreBatch more;
-  more.PutTimer(Key("one", "after"), 1, 0, 0, "");
-  EXPECT_TRUE(rocksdb->Write(more, SyncMode::kSync).ok());
+  for (From from : {From::kRocksDb, From::kLog}) {
+    SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
+    TempDir dir;
+    const std::string path = dir.Sub("data");
+    // 6000 timers, a fifth of them with 700-byte payloads: about 1 MiB per write of the new store, so it
+    // takes several.
+    const Held held = MakeStore(from, path, 6000);
+    ASSERT_EQ(held.contents.timers.size(), 6000u);
+    absl::StatusOr<StoreMigrationResult> migrated = MigrateFrom(from, MigrationOptionsFor(path));
+    ASSERT_TRUE(migrated.ok()) << migrated.status();
+    EXPECT_EQ(migrated->timers, 6000u);
+    EXPECT_EQ(migrated->expirations, 20u);
+    EXPECT_EQ(migrated->staged, 7u);
+    EXPECT_EQ(migrated->boot_epoch, 4u);  // The old store's NextBootEpoch, taken by the migration.
+    ExpectMigrated(from, path, held);
+    // Nothing left to resume, and the migrated store is a working one.
+    EXPECT_FALSE(ResumeStoreMigration(path).value());
+    auto migrated_store = OpenStore(Other(from), path);
+    StoreBatch more;
+    more.PutTimer(Key("one", "after"), 1, 0, 0, "");
+    EXPECT_TRUE(migrated_store->Write(more, SyncMode::kSync).ok());
+  }
 }
 
 TEST(StoreMigrationTest, ARoundTripKeepsEveryRecordAndBothBackups) {
   TempDir dir;
   const std::string path = dir.Sub("data");
-  const Held held = MakeRocksDbStore(path, 300);
+  const Held held = MakeStore(From::kRocksDb, path, 300);
   ASSERT_TRUE(MigrateToLogStore(MigrationOptionsFor(path)).ok());
   absl::StatusOr<StoreMigrationResult> back = MigrateToRocksDbStore(MigrationOptionsFor(path));
   ASSERT_TRUE(back.ok()) << back.status();
