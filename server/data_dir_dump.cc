@@ -42,7 +42,8 @@ void WriteLine(const char* kind, const google::protobuf::Message& message, std::
   if (!out) *status = absl::UnavailableError("cannot write the dump (output closed or full)");
 }
 
-absl::StatusOr<std::unique_ptr<TimerStore>> OpenExisting(const std::string& dir) {
+// Refuses what is not a stopped data dir: a missing dir, one without a store, one mid-migration.
+absl::StatusOr<DataDirStore> CheckDumpable(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return absl::NotFoundError(absl::StrCat(dir, " is not a directory"));
@@ -55,53 +56,44 @@ absl::StatusOr<std::unique_ptr<TimerStore>> OpenExisting(const std::string& dir)
     }
   }
   LAWN_ASSIGN_OR_RETURN(DataDirStore holds, InspectDataDir(dir));
-  switch (holds) {
-    case DataDirStore::kNone:
-      return absl::NotFoundError(absl::StrCat(dir, " holds no lawn store (no CURRENT): not a data dir"));
-    case DataDirStore::kLog: {
-      LogStoreOptions options;
-      options.path = dir;
-      options.min_free_disk_bytes = 0;  // Nothing is written but a segment's start.
-      LAWN_ASSIGN_OR_RETURN(std::unique_ptr<LogTimerStore> store, LogTimerStore::Open(options));
-      return std::unique_ptr<TimerStore>(std::move(store));
-    }
-    case DataDirStore::kRocksDb: {
-      RocksDbStoreOptions options;
-      options.path = dir;
-      options.min_free_disk_bytes = 0;
-      LAWN_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbTimerStore> store, RocksDbTimerStore::Open(options));
-      return std::unique_ptr<TimerStore>(std::move(store));
-    }
+  if (holds == DataDirStore::kNone) {
+    return absl::NotFoundError(absl::StrCat(dir, " holds no lawn store (no CURRENT): not a data dir"));
   }
-  return absl::InternalError("unknown data dir kind");
+  return holds;
 }
 
 }  // namespace
 
 absl::StatusOr<DumpCounts> DumpDataDir(const std::string& dir, std::ostream& out) {
-  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<TimerStore> store, OpenExisting(dir));
+  LAWN_ASSIGN_OR_RETURN(const DataDirStore holds, CheckDumpable(dir));
   DumpCounts counts;
   absl::Status written;
   v1::Timer timer;
   v1::Expiration expiration;
-  LAWN_RETURN_IF_ERROR(store->Recover(
-      [&](const StoredTimer& t) {
-        FillTimer(t.key, t.payload, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, &timer);
-        WriteLine("pending", timer, out, &written);
-        ++counts.pending;
-      },
-      [&](const StoredExpiration& e) {
-        expiration.Clear();
-        ToExpiration(e, &expiration);
-        WriteLine("outbox", expiration, out, &written);
-        ++counts.outbox;
-      }));
-  LAWN_RETURN_IF_ERROR(store->ForEachIncoming([&](const StoredExpiration& e) {
-    expiration.Clear();
-    ToExpiration(e, &expiration);
-    WriteLine("staged", expiration, out, &written);
-    ++counts.staged;
-  }));
+  auto on_timer = [&](const StoredTimer& t) {
+    FillTimer(t.key, t.payload, t.deadline_unix_ns, t.ttl_ns, t.interval_ns, &timer);
+    WriteLine("pending", timer, out, &written);
+    ++counts.pending;
+  };
+  auto on_expiration = [&](const char* kind, uint64_t* count) {
+    return [&out, &written, &expiration, kind, count](const StoredExpiration& e) {
+      expiration.Clear();
+      ToExpiration(e, &expiration);
+      WriteLine(kind, expiration, out, &written);
+      ++*count;
+    };
+  };
+  if (holds == DataDirStore::kLog) {
+    LAWN_RETURN_IF_ERROR(LogTimerStore::ReadWithoutOpening(
+        dir, on_timer, on_expiration("outbox", &counts.outbox), on_expiration("staged", &counts.staged)));
+  } else {
+    RocksDbStoreOptions options;
+    options.path = dir;
+    options.read_only = true;
+    LAWN_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbTimerStore> store, RocksDbTimerStore::Open(options));
+    LAWN_RETURN_IF_ERROR(store->Recover(on_timer, on_expiration("outbox", &counts.outbox)));
+    LAWN_RETURN_IF_ERROR(store->ForEachIncoming(on_expiration("staged", &counts.staged)));
+  }
   LAWN_RETURN_IF_ERROR(written);
   out.flush();
   if (!out) return absl::UnavailableError("cannot write the dump (output closed or full)");

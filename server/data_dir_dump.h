@@ -7,11 +7,12 @@
 // proto3 JSON of lawn.v1 with every field present, as `lawnctl --json` prints them (ids and payloads base64,
 // times RFC 3339). Pending timers come by deadline, then key; outbox entries by delivery id.
 //
-// The dir is opened as lawnd opens it: its lock is taken, so the data dir of a running lawnd is refused (dump
-// a checkpoint of it instead), and the log engine starts a new log segment as any start does; nothing else is
-// written.
+// The dir is read without being changed (no file created, written or removed: LogTimerStore::
+// ReadWithoutOpening, RocksDbStoreOptions::read_only), so a copy on read-only media or a checkpoint can be
+// dumped as it is. A shared hold of the dir's lock file meanwhile refuses the data dir of a running lawnd
+// (dump a checkpoint of it instead) and keeps a lawnd from starting on it during the dump.
 //
-// Thread-safety: none needed (one call at a time per dir; the lock refuses a second).
+// Thread-safety: none needed (concurrent dumps of one dir share its lock).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,9 @@ struct DumpCounts {
 };
 
 // Writes every record of the store in `dir` to `out`. NOT_FOUND if `dir` holds no lawn store;
-// FAILED_PRECONDITION if a migration is under way there (start lawnd to finish it); UNAVAILABLE if a lawnd
-// has it open; the stores' Open and Recover errors (DATA_LOSS for a damaged record).
+// FAILED_PRECONDITION if a migration is under way there (start lawnd to finish it) or it holds storage
+// format version 1 (a lawnd start migrates it); UNAVAILABLE if a lawnd has it open; the stores' read errors
+// (DATA_LOSS for a damaged record).
 absl::StatusOr<DumpCounts> DumpDataDir(const std::string& dir, std::ostream& out);
 
 }  // namespace lawn

@@ -16,7 +16,7 @@ constexpr char kUsage[] =
     "Expiration} (a cluster member's staging area), in the proto3 JSON of lawn.v1 (as lawnctl --json prints\n"
     "them: ids and payloads base64). The counts go to stderr.\n"
     "\n"
-    "The dir is opened as lawnd opens it, with its lock: a running lawnd's data dir is refused; take a\n"
+    "Nothing in the dir is changed. A running lawnd's data dir is refused (it holds lawn.lock); take a\n"
     "checkpoint (lawnctl checkpoint NAME) and dump <data_dir>/checkpoints/NAME instead.\n"
     "Exit status: 0 done, 1 the dir could not be read (the message says why), 2 usage.\n";
 

@@ -78,6 +78,80 @@ absl::StatusOr<LogManifest> ParseManifest(const std::string& path, const std::st
   return m;
 }
 
+// Reads the log in `log_dir` after the manifest's snapshot into `delta`, which keeps the segments mapped (no
+// segment may be written over while it lives: the store's caller holds its mutex, or the delta is Open's,
+// dropped before the first write, or nobody writes the dir). `end` (optional) receives where the log ends;
+// `first_segment` the segment of the first record read (0: none).
+absl::Status ReadLogAfter(const std::string& log_dir, const LogManifest& m, LogDelta* delta, RoundLogEnd* end,
+                          uint64_t* first_segment) {
+  RoundLogEnd local_end;
+  uint64_t first = 0;
+  std::vector<std::unique_ptr<MappedFile>> mapped;
+  if (delta != nullptr) {
+    // Room for the entries of every segment there (spares included: an estimate on the high side).
+    uint64_t bytes = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(log_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code size_ec;
+      const uint64_t size = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
+      if (!size_ec) bytes += size;
+    }
+    delta->Reserve(bytes);
+  }
+  absl::Status read = ReadRoundLog(
+      log_dir, m.first_sequence,
+      [&](const RoundLogRecord& record) -> absl::Status {
+        if (first == 0) first = record.segment;
+        if (delta != nullptr && !delta->Add(record.payload, /*copy=*/false)) {
+          return absl::DataLossError(absl::StrCat("log ", log_dir, ": record ", record.sequence, " (segment ",
+                                                  record.segment, ") has a good CRC but does not decode"));
+        }
+        return absl::OkStatus();
+      },
+      &local_end, delta != nullptr ? &mapped : nullptr);
+  for (std::unique_ptr<MappedFile>& file : mapped) delta->Keep(std::move(file));
+  if (absl::IsNotFound(read)) {
+    local_end = RoundLogEnd{0, m.first_sequence};
+  } else if (!read.ok()) {
+    return read;
+  }
+  if (end != nullptr) *end = local_end;
+  if (first_segment != nullptr) *first_segment = first;
+  return absl::OkStatus();
+}
+
+// Checks that `dir` holds this format (CURRENT and LAWN_FORMAT, when present) and reads its MANIFEST (none:
+// no snapshot yet). Changes nothing.
+absl::StatusOr<LogManifest> ReadManifest(const std::string& dir) {
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(dir + "/CURRENT"));
+  if (current && *current != kCurrentText) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", dir,
+                     " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb), which the log "
+                     "engine does not open: lawnd with storage.engine: log migrates it first "
+                     "(storage/store_migration.h); storage.engine: rocksdb or auto keeps it"));
+  }
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> format, ReadWholeFile(dir + "/LAWN_FORMAT"));
+  if (format && *format != absl::StrCat(LogTimerStore::kFormatVersion, "\n")) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", dir, " holds storage format \"",
+                                                      format->substr(0, 40),
+                                                      "\"; this build's log engine reads "
+                                                      "format ",
+                                                      LogTimerStore::kFormatVersion));
+  }
+  LogManifest manifest;
+  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> manifest_text, ReadWholeFile(dir + "/MANIFEST"));
+  if (manifest_text) {
+    LAWN_ASSIGN_OR_RETURN(manifest, ParseManifest(dir + "/MANIFEST", *manifest_text));
+    std::error_code ec;
+    if (!fs::exists(absl::StrCat(dir, "/", manifest.snapshot), ec)) {
+      return absl::DataLossError(absl::StrCat("data dir ", dir, ": the snapshot ", manifest.snapshot,
+                                              " that MANIFEST names is missing"));
+    }
+  }
+  return manifest;
+}
+
 }  // namespace
 
 struct LogTimerStore::Rep {
@@ -243,46 +317,8 @@ struct LogTimerStore::Rep {
     return absl::OkStatus();
   }
 
-  // Reads the log after the manifest's snapshot into `delta`, which keeps the segments mapped (no segment is
-  // written over while it lives: the caller holds mu, or the delta is Open's, dropped before the first
-  // write). `end` (optional) receives where the log ends; `first_segment` the segment of the first record
-  // read (0: none).
   absl::Status ReadLog(const LogManifest& m, LogDelta* delta, RoundLogEnd* end, uint64_t* first_segment) {
-    RoundLogEnd local_end;
-    uint64_t first = 0;
-    std::vector<std::unique_ptr<MappedFile>> mapped;
-    if (delta != nullptr) {
-      // Room for the entries of every segment there (spares included: an estimate on the high side).
-      uint64_t bytes = 0;
-      std::error_code ec;
-      for (fs::directory_iterator it(log_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        std::error_code size_ec;
-        const uint64_t size = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
-        if (!size_ec) bytes += size;
-      }
-      delta->Reserve(bytes);
-    }
-    absl::Status read = ReadRoundLog(
-        log_dir, m.first_sequence,
-        [&](const RoundLogRecord& record) -> absl::Status {
-          if (first == 0) first = record.segment;
-          if (delta != nullptr && !delta->Add(record.payload, /*copy=*/false)) {
-            return absl::DataLossError(absl::StrCat("log ", log_dir, ": record ", record.sequence,
-                                                    " (segment ", record.segment,
-                                                    ") has a good CRC but does not decode"));
-          }
-          return absl::OkStatus();
-        },
-        &local_end, delta != nullptr ? &mapped : nullptr);
-    for (std::unique_ptr<MappedFile>& file : mapped) delta->Keep(std::move(file));
-    if (absl::IsNotFound(read)) {
-      local_end = RoundLogEnd{0, m.first_sequence};
-    } else if (!read.ok()) {
-      return read;
-    }
-    if (end != nullptr) *end = local_end;
-    if (first_segment != nullptr) *first_segment = first;
-    return absl::OkStatus();
+    return ReadLogAfter(log_dir, m, delta, end, first_segment);
   }
 
   std::string SnapshotPath(const LogManifest& m) const {
@@ -489,36 +525,13 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
   const std::string& dir = options.path;
   LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::Acquire(dir));
 
-  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> current, ReadWholeFile(dir + "/CURRENT"));
-  if (current && *current != kCurrentText) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("data dir ", dir,
-                     " holds a RocksDB store (storage format 1 or 2, storage.engine: rocksdb), which the log "
-                     "engine does not open: lawnd with storage.engine: log migrates it first "
-                     "(storage/store_migration.h); storage.engine: rocksdb or auto keeps it"));
-  }
+  LAWN_ASSIGN_OR_RETURN(const LogManifest manifest, ReadManifest(dir));
   LAWN_ASSIGN_OR_RETURN(std::optional<std::string> format, ReadWholeFile(dir + "/LAWN_FORMAT"));
-  if (format && *format != absl::StrCat(kFormatVersion, "\n")) {
-    return absl::FailedPreconditionError(absl::StrCat("data dir ", dir, " holds storage format \"",
-                                                      format->substr(0, 40),
-                                                      "\"; this build's log engine reads "
-                                                      "format ",
-                                                      kFormatVersion));
-  }
   if (!format) {
     LAWN_RETURN_IF_ERROR(ReplaceFile(dir, "CURRENT", kCurrentText));
     LAWN_RETURN_IF_ERROR(ReplaceFile(dir, "LAWN_FORMAT", absl::StrCat(kFormatVersion, "\n")));
   }
 
-  LogManifest manifest;
-  LAWN_ASSIGN_OR_RETURN(std::optional<std::string> manifest_text, ReadWholeFile(dir + "/MANIFEST"));
-  if (manifest_text) {
-    LAWN_ASSIGN_OR_RETURN(manifest, ParseManifest(dir + "/MANIFEST", *manifest_text));
-    if (!fs::exists(absl::StrCat(dir, "/", manifest.snapshot), ec)) {
-      return absl::DataLossError(absl::StrCat("data dir ", dir, ": the snapshot ", manifest.snapshot,
-                                              " that MANIFEST names is missing"));
-    }
-  }
   // Left-overs of snapshots cut short or replaced before a crash.
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -561,6 +574,40 @@ absl::StatusOr<std::unique_ptr<LogTimerStore>> LogTimerStore::Open(const LogStor
   Rep* raw = rep.get();
   rep->folder = std::thread([raw] { raw->FoldLoop(); });
   return std::unique_ptr<LogTimerStore>(new LogTimerStore(std::move(rep)));
+}
+
+absl::Status LogTimerStore::ReadWithoutOpening(const std::string& path,
+                                               absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                                               absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                                               absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
+  std::error_code ec;
+  if (!fs::exists(path + "/CURRENT", ec)) {
+    return absl::NotFoundError(absl::StrCat(path, " holds no store (no CURRENT)"));
+  }
+  LAWN_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, DirLock::AcquireShared(path));
+  LAWN_ASSIGN_OR_RETURN(const LogManifest manifest, ReadManifest(path));
+  LogDelta delta;
+  LAWN_RETURN_IF_ERROR(ReadLogAfter(absl::StrCat(path, "/", kLogDir), manifest, &delta, nullptr, nullptr));
+  // The state comes in sort-key order: every timer, then every outbox entry, then every staged one.
+  return logstore::MergeState(
+      manifest.snapshot.empty() ? "" : absl::StrCat(path, "/", manifest.snapshot), delta,
+      [&](const logstore::StateRecord& record) {
+        const StoreBatch::Entry& e = record.entry();
+        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
+        switch (logstore::FamilyOf(e.op)) {
+          case Family::kTimers:
+            on_timer(t);
+            break;
+          case Family::kExpirations:
+            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
+            break;
+          case Family::kIncoming:
+            on_staged(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
+            break;
+        }
+        return absl::OkStatus();
+      },
+      [](const absl::Status&) { return false; });
 }
 
 absl::Status LogTimerStore::Write(const StoreBatch& batch, SyncMode mode) {

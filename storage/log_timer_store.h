@@ -78,6 +78,17 @@ class LogTimerStore final : public TimerStore {
   // log or the snapshot lost records that were durable (storage/round_log.h); UNAVAILABLE for I/O errors.
   static absl::StatusOr<std::unique_ptr<LogTimerStore>> Open(const LogStoreOptions& options);
 
+  // Reads every record of the store in `path`, as Open then Recover and ForEachIncoming would return them
+  // (timers by deadline and key, then outbox entries, then staged entries, by id), without changing anything
+  // there: no lock file created, no segment started or synced, no left-over removed. For lawn_dump on a
+  // stopped lawnd's data dir, a checkpoint, or a copy on read-only media. It holds a shared lock on the dir's
+  // lock file meanwhile, so UNAVAILABLE while a store has the dir open (and a lawnd started meanwhile is
+  // refused). NOT_FOUND if `path` holds no store; FAILED_PRECONDITION if another format; Open's DATA_LOSS.
+  static absl::Status ReadWithoutOpening(const std::string& path,
+                                         absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                                         absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                                         absl::FunctionRef<void(const StoredExpiration&)> on_staged);
+
   // Stops the snapshot thread (after the snapshot in progress, if any) and syncs the log.
   ~LogTimerStore() override;
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -122,11 +123,20 @@ rocksdb::ColumnFamilyOptions RecordCfOptions(const std::shared_ptr<rocksdb::Tabl
   return cf;
 }
 
+// RocksDB's info log for a read-only open: none, since writing it (and rotating the last one to LOG.old.*)
+// would change the dir.
+class DiscardingLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
 }  // namespace
 
 struct RocksDbTimerStore::Rep {
   std::unique_ptr<DirLock> lock;  // First: released after everything below is closed.
   std::string path;
+  bool read_only = false;
   uint64_t min_free_disk_bytes = 0;
   // Kept free on top of min_free_disk_bytes: what a flush of every memtable may write before it frees the WAL
   // it replaces (write_buffer_bytes). A checkpoint flushes first, too.
@@ -220,7 +230,7 @@ struct RocksDbTimerStore::Rep {
     if (db == nullptr) return;
     // A clean shutdown makes every acknowledged write durable. Errors are ignored: there is nobody left to
     // tell, and the next Open recovers from the WAL as after a crash.
-    if (!failed.load()) db->FlushWAL(/*sync=*/true).PermitUncheckedError();
+    if (!failed.load() && !read_only) db->FlushWAL(/*sync=*/true).PermitUncheckedError();
     for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     db->Close().PermitUncheckedError();
   }
@@ -320,15 +330,25 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   rep->flush_reserve_bytes = options.write_buffer_bytes;
   rep->env = &env;
 
+  rep->read_only = options.read_only;
+
   std::error_code ec;
-  std::filesystem::create_directories(options.path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("create data dir ", options.path, ": ", ec.message()));
-  LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::Acquire(options.path));
+  if (options.read_only) {
+    if (!rep->env->FileExists(options.path + "/CURRENT").ok()) {
+      return absl::NotFoundError(absl::StrCat(options.path, " holds no store (no CURRENT)"));
+    }
+    LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::AcquireShared(options.path));
+  } else {
+    std::filesystem::create_directories(options.path, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("create data dir ", options.path, ": ", ec.message()));
+    LAWN_ASSIGN_OR_RETURN(rep->lock, DirLock::Acquire(options.path));
+  }
 
   rocksdb::DBOptions db_options;
   db_options.env = rep->env;
-  db_options.create_if_missing = true;
-  db_options.create_missing_column_families = true;
+  db_options.create_if_missing = !options.read_only;
+  db_options.create_missing_column_families = !options.read_only;
+  if (options.read_only) db_options.info_log = std::make_shared<DiscardingLogger>();
   db_options.max_background_jobs = 2;
   db_options.bytes_per_sync = 1 << 20;
   db_options.wal_bytes_per_sync = 1 << 20;
@@ -379,9 +399,17 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
     return std::find(existing.begin(), existing.end(), name) != existing.end();
   };
   const bool has_incoming = exists(kIncomingCf);
-  if (options.staging || has_incoming) descriptors.push_back({kIncomingCf, record_cf});
+  if (has_incoming || (options.staging && !options.read_only))
+    descriptors.push_back({kIncomingCf, record_cf});
   const bool has_v1_timers = exists(kV1TimersCf);
   const bool has_pending = exists(kPendingCf);
+  if (options.read_only && !has_pending) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", options.path,
+                     " holds storage format version 1 (or no lawn store): start lawnd on it once to migrate "
+                     "it to version ",
+                     kFormatVersion, ", then read it"));
+  }
   if (has_v1_timers) descriptors.push_back({kV1TimersCf, record_cf});
   for (const std::string& name : existing) {
     if (name == rocksdb::kDefaultColumnFamilyName || name == kPendingCf || name == kOutboxCf ||
@@ -393,7 +421,10 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   }
 
   rocksdb::DB* raw_db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, descriptors, &rep->handles, &raw_db);
+  rocksdb::Status s =
+      options.read_only
+          ? rocksdb::DB::OpenForReadOnly(db_options, options.path, descriptors, &rep->handles, &raw_db)
+          : rocksdb::DB::Open(db_options, options.path, descriptors, &rep->handles, &raw_db);
   if (!s.ok()) {
     absl::Status st = FromRocks(s, absl::StrCat("open ", options.path));
     // Lock held by another process, unreadable dir, ...: all "cannot use it now".
@@ -405,10 +436,19 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   rep->outbox = rep->handles[2];
   rep->meta = rep->handles[3];
   size_t next_handle = 4;
-  if (options.staging || has_incoming) rep->incoming = rep->handles[next_handle++];
+  if (has_incoming || (options.staging && !options.read_only)) rep->incoming = rep->handles[next_handle++];
   if (has_v1_timers) rep->v1_timers = rep->handles[next_handle++];
   absl::StatusOr<int> version = rep->CheckFormat(unknown_cfs);
   if (!version.ok()) return version.status();
+  if (options.read_only) {
+    if (*version == 1) {
+      return absl::FailedPreconditionError(absl::StrCat("data dir ", options.path,
+                                                        " holds storage format version 1: start lawnd on it "
+                                                        "once to migrate it to version ",
+                                                        kFormatVersion, ", then read it"));
+    }
+    return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
+  }
   if (options.staging && !has_incoming && !new_db) {
     // A cluster member's store has its staging area from its first start. One without it that holds timers
     // or expirations was a single lawnd's: as a member it would keep only the partitions the cluster gives
@@ -463,6 +503,7 @@ absl::StatusOr<int> RocksDbTimerStore::Rep::CheckFormat(const std::vector<std::s
     return absl::FailedPreconditionError(absl::StrCat(
         "data dir ", path, " holds a RocksDB database without a lawn format_version; not a lawn store?"));
   }
+  if (read_only) return kFormatVersion;  // An empty store: nothing to read, and nothing may be written.
   rocksdb::WriteOptions wo;
   wo.sync = true;
   // A failed write stops the store (Fail): closing it must not sync the WAL after a failed append.

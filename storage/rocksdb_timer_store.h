@@ -50,6 +50,13 @@ struct RocksDbStoreOptions {
   // A cluster member's store: creates the `incoming` column family (the staging area of partition
   // hand-overs, FORMAT.md) if it is missing. A store that has one opens with or without this.
   bool staging = false;
+
+  // Opens the store to read it without changing anything in the dir (lawn_dump): RocksDB's read-only mode
+  // (the WAL is read, not replayed into new files; no info LOG written), a shared hold of the dir's lock file
+  // instead of the exclusive one (UNAVAILABLE while a lawnd has the dir open), nothing created: NOT_FOUND
+  // for a dir without a store, FAILED_PRECONDITION for format version 1 (a lawnd start migrates it). Every
+  // write fails.
+  bool read_only = false;
 };
 
 class RocksDbTimerStore final : public TimerStore {

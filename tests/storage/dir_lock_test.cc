@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,33 @@ TEST(DirLockTest, ADirLockedElsewhereIsRefusedWithItsName) {
       << refused.status();
   ::close(fd);
   EXPECT_TRUE(DirLock::Acquire(dir.path()).ok());
+}
+
+// Readers (lawn_dump) share the dir with each other, never with a store: a shared hold refuses the
+// exclusive one and the other way round; a dir without a lock file is read without one, and none is created.
+TEST(DirLockTest, SharedHoldsCoexistAndExcludeTheExclusiveOne) {
+  TempDir dir;
+  {
+    absl::StatusOr<std::unique_ptr<DirLock>> none = DirLock::AcquireShared(dir.path());
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + kDirLockFile));
+  }
+  {
+    absl::StatusOr<std::unique_ptr<DirLock>> exclusive = DirLock::Acquire(dir.path());
+    ASSERT_TRUE(exclusive.ok()) << exclusive.status();
+    const absl::Status refused = DirLock::AcquireShared(dir.path()).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+    EXPECT_NE(refused.message().find("in use by another process"), std::string::npos) << refused;
+  }
+  absl::StatusOr<std::unique_ptr<DirLock>> first = DirLock::AcquireShared(dir.path());
+  absl::StatusOr<std::unique_ptr<DirLock>> second = DirLock::AcquireShared(dir.path());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(DirLock::Acquire(dir.path()).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(OthersMayLock(dir.path()));
+  first->reset();
+  second->reset();
+  EXPECT_TRUE(OthersMayLock(dir.path()));
 }
 
 TEST(DirLockTest, BothStoresHoldTheirDataDirWhileOpen) {

@@ -1,7 +1,7 @@
 // LogTimerStore (storage.engine `log`) beyond the conformance suite: random histories checked against
 // MemoryTimerStore across snapshots and reopens, checkpoints, a data dir of the other engine refused both
-// ways, left-overs of a snapshot cut short, damage to a snapshot, and kill -9 of a writing process at random
-// points (every acknowledged synced write survives).
+// ways, left-overs of a snapshot cut short, damage to a snapshot, kill -9 of a writing process at random
+// points (every acknowledged synced write survives), and the read that changes nothing (ReadWithoutOpening).
 #include "storage/log_timer_store.h"
 
 #include <signal.h>
@@ -30,9 +30,12 @@ namespace lawn {
 namespace {
 
 using storage_test::Contents;
+using storage_test::Copy;
+using storage_test::DirFingerprint;
 using storage_test::ExpirationCopy;
 using storage_test::Incoming;
 using storage_test::Key;
+using storage_test::StoreContents;
 using storage_test::TempDir;
 
 LogStoreOptions SmallOptions(const std::string& path) {
@@ -141,6 +144,61 @@ TEST(LogTimerStoreTest, RandomHistoriesRecoverAsTheMemoryStore) {
   ASSERT_NE(log, nullptr);
   EXPECT_EQ(Contents(*log), Contents(memory));
   EXPECT_EQ(Incoming(*log), Incoming(memory));
+}
+
+// What ReadWithoutOpening reports, as Contents and Incoming would.
+absl::Status ReadCopies(const std::string& path, StoreContents* contents,
+                        std::vector<ExpirationCopy>* staged) {
+  return LogTimerStore::ReadWithoutOpening(
+      path, [&](const StoredTimer& t) { contents->timers.push_back(Copy(t)); },
+      [&](const StoredExpiration& e) {
+        contents->outbox.push_back({e.delivery_id, Copy(e.timer), e.fired_at_unix_ns, e.attempt});
+      },
+      [&](const StoredExpiration& e) {
+        staged->push_back({e.delivery_id, Copy(e.timer), e.fired_at_unix_ns, e.attempt});
+      });
+}
+
+// lawn_dump's read: the records Recover and ForEachIncoming return, in their order, from a store with
+// snapshots and a log after the last one, and not a byte of the dir changed; refused while a store has the
+// dir open, and for a dir without a store or with the other engine's.
+TEST(LogTimerStoreTest, ReadWithoutOpeningReadsWhatRecoverReadsAndChangesNothing) {
+  TempDir dir;
+  const LogStoreOptions options = SmallOptions(dir.Sub("data"));
+  MemoryTimerStore memory;
+  {
+    std::unique_ptr<LogTimerStore> log = OpenOrDie(options);
+    ASSERT_NE(log, nullptr);
+    RandomBatches batches(20261129);
+    for (int round = 0; round < 300; ++round) {
+      const StoreBatch b = batches.Next();
+      ASSERT_TRUE(log->Write(b, SyncMode::kNoSync).ok());
+      ASSERT_TRUE(memory.Write(b, SyncMode::kNoSync).ok());
+    }
+    log->WaitForSnapshot();
+    EXPECT_GT(log->stats().snapshots, 0u);
+    // A lawnd has the dir open.
+    StoreContents ignored;
+    std::vector<ExpirationCopy> ignored_staged;
+    EXPECT_EQ(ReadCopies(options.path, &ignored, &ignored_staged).code(), absl::StatusCode::kUnavailable);
+  }
+  const auto before = DirFingerprint(options.path);
+  StoreContents contents;
+  std::vector<ExpirationCopy> staged;
+  const absl::Status read = ReadCopies(options.path, &contents, &staged);
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(contents, Contents(memory));
+  EXPECT_EQ(staged, Incoming(memory));
+  EXPECT_EQ(DirFingerprint(options.path), before);
+
+  StoreContents none;
+  std::vector<ExpirationCopy> none_staged;
+  EXPECT_EQ(ReadCopies(dir.Sub("missing"), &none, &none_staged).code(), absl::StatusCode::kNotFound);
+  RocksDbStoreOptions rocksdb;
+  rocksdb.path = dir.Sub("rocksdb");
+  rocksdb.min_free_disk_bytes = 0;
+  ASSERT_TRUE(RocksDbTimerStore::Open(rocksdb).ok());
+  EXPECT_EQ(ReadCopies(rocksdb.path, &none, &none_staged).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 // The staging area as ForEachIncoming reads it: from the files before the first Recover, and from then on
@@ -482,10 +540,16 @@ TEST(LogTimerStoreTest, KillNineKeepsEveryAcknowledgedWrite) {
     close(fds[0]);
     ASSERT_TRUE(any);
     with_snapshot += std::filesystem::exists(options.path + "/MANIFEST");
+    // A dump of the crashed writer's dir (its torn end included) reads what the next start recovers.
+    StoreContents read_before_open;
+    std::vector<ExpirationCopy> staged;
+    ASSERT_TRUE(ReadCopies(options.path, &read_before_open, &staged).ok());
     std::unique_ptr<LogTimerStore> store = OpenOrDie(options);
     ASSERT_NE(store, nullptr);
+    const StoreContents recovered = Contents(*store);
+    EXPECT_EQ(read_before_open, recovered) << "run " << run;
     std::set<std::string> keys;
-    for (const auto& t : Contents(*store).timers) keys.insert(t.key);
+    for (const auto& t : recovered.timers) keys.insert(t.key);
     // Write acked + 1 may or may not have landed when the child was killed: so may its delete of acked - 2.
     for (uint32_t i = 0; i <= acked; ++i) {
       const bool deletable = i % 3 == 0;

@@ -1,5 +1,5 @@
 // RocksDbTimerStore behaviours beyond the shared contract: format versioning, corruption reports, the
-// free-space guard, locking, checkpoints, and recovery speed.
+// free-space guard, locking, checkpoints, recovery speed, and the read-only open (lawn_dump).
 #include "storage/rocksdb_timer_store.h"
 
 #include <algorithm>
@@ -26,6 +26,8 @@ namespace lawn {
 namespace {
 
 using storage_test::Contents;
+using storage_test::DirFingerprint;
+using storage_test::Incoming;
 using storage_test::Key;
 using storage_test::StoreContents;
 using storage_test::TempDir;
@@ -178,6 +180,57 @@ TEST(RocksDbTimerStoreTest, MigratesFormatVersion1OnceKeyingTimersByDeadline) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->migrated_from_v1(), std::nullopt);
   EXPECT_EQ(TimerKeys(*store), (std::vector<std::string>{Key("ns", "b"), Key("other", "c")}));
+}
+
+// lawn_dump's open (read_only): every record, the staging area's too, read from the files and the WAL (the
+// records written since the last flush), and not a byte of the dir changed (no info LOG, no LOCK, no flush);
+// writes fail; refused while the store is open, for a dir without a store, and for a version 1 store (which
+// only a start migrates).
+TEST(RocksDbTimerStoreTest, AReadOnlyOpenReadsEveryRecordAndChangesNothing) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  RocksDbStoreOptions writable;
+  writable.path = path;
+  writable.min_free_disk_bytes = 0;
+  writable.staging = true;
+  RocksDbStoreOptions read_only = writable;
+  read_only.staging = false;
+  read_only.read_only = true;
+  StoreContents written;
+  std::vector<storage_test::ExpirationCopy> staged;
+  {
+    auto store = RocksDbTimerStore::Open(writable);
+    ASSERT_TRUE(store.ok()) << store.status();
+    StoreBatch b;
+    for (int i = 0; i < 50; ++i) b.PutTimer(Key("ns", "t" + std::to_string(i)), 1000 + i, 5, 0, "p");
+    b.PutExpiration(7, Key("ns", "fired"), 10, 5, 0, "x", 11, 1);
+    b.PutIncoming(9, Key("ns", "staged"), 10, 5, 0, "y", 12, 0);
+    ASSERT_TRUE((*store)->Write(b, SyncMode::kSync).ok());
+    written = Contents(**store);
+    staged = Incoming(**store);
+    EXPECT_EQ(RocksDbTimerStore::Open(read_only).status().code(), absl::StatusCode::kUnavailable);
+  }
+  ASSERT_EQ(written.timers.size(), 50u);
+  const auto before = DirFingerprint(path);
+  {
+    auto store = RocksDbTimerStore::Open(read_only);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ(Contents(**store), written);
+    EXPECT_EQ(Incoming(**store), staged);
+    StoreBatch more;
+    more.PutTimer(Key("ns", "more"), 1, 0, 0, "");
+    EXPECT_FALSE((*store)->Write(more, SyncMode::kSync).ok());
+  }
+  EXPECT_EQ(DirFingerprint(path), before);
+
+  read_only.path = dir.Sub("missing");
+  EXPECT_EQ(RocksDbTimerStore::Open(read_only).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(read_only.path));
+  read_only.path = dir.Sub("v1");
+  WriteV1Store(read_only.path);
+  const absl::Status v1 = RocksDbTimerStore::Open(read_only).status();
+  EXPECT_EQ(v1.code(), absl::StatusCode::kFailedPrecondition) << v1;
+  EXPECT_NE(v1.message().find("version 1"), std::string::npos) << v1;
 }
 
 // A migration cut short (a crash after some copies, before the version write) is done again from the start:

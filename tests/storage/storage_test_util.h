@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -39,6 +43,30 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Every entry under `dir` (recursively) with its size, a hash of its contents and its modification time:
+// equal fingerprints mean nothing in the dir was created, removed, written or touched.
+inline std::map<std::string, std::string> DirFingerprint(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> entries;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string name = fs::relative(it->path(), dir).string();
+    if (!it->is_regular_file()) {
+      entries[name] = "dir";
+      continue;
+    }
+    std::ifstream in(it->path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    entries[name] = std::to_string(it->file_size()) + " " +
+                    std::to_string(std::hash<std::string>()(bytes.str())) + " " +
+                    std::to_string(it->last_write_time().time_since_epoch().count());
+  }
+  EXPECT_FALSE(ec) << ec.message();
+  return entries;
+}
 
 struct TimerCopy {
   std::string key;
