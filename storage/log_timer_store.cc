@@ -152,6 +152,32 @@ absl::StatusOr<LogManifest> ReadManifest(const std::string& dir) {
   return manifest;
 }
 
+StoredTimer TimerOf(const StoreBatch::Entry& e) {
+  return StoredTimer{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
+}
+
+StoredExpiration ExpirationOf(const StoreBatch::Entry& e) {
+  return StoredExpiration{e.delivery_id, TimerOf(e), e.fired_at_unix_ns, e.attempt};
+}
+
+// Hands a record of the state to the callback of its family.
+void VisitRecord(const logstore::StateRecord& record, absl::FunctionRef<void(const StoredTimer&)> on_timer,
+                 absl::FunctionRef<void(const StoredExpiration&)> on_expiration,
+                 absl::FunctionRef<void(const logstore::StateRecord&)> on_staged) {
+  const StoreBatch::Entry& e = record.entry();
+  switch (logstore::FamilyOf(e.op)) {
+    case Family::kTimers:
+      on_timer(TimerOf(e));
+      return;
+    case Family::kExpirations:
+      on_expiration(ExpirationOf(e));
+      return;
+    case Family::kIncoming:
+      on_staged(record);
+      return;
+  }
+}
+
 }  // namespace
 
 struct LogTimerStore::Rep {
@@ -592,19 +618,8 @@ absl::Status LogTimerStore::ReadWithoutOpening(const std::string& path,
   return logstore::MergeState(
       manifest.snapshot.empty() ? "" : absl::StrCat(path, "/", manifest.snapshot), delta,
       [&](const logstore::StateRecord& record) {
-        const StoreBatch::Entry& e = record.entry();
-        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
-        switch (logstore::FamilyOf(e.op)) {
-          case Family::kTimers:
-            on_timer(t);
-            break;
-          case Family::kExpirations:
-            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
-            break;
-          case Family::kIncoming:
-            on_staged(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
-            break;
-        }
+        VisitRecord(record, on_timer, on_expiration,
+                    [&](const logstore::StateRecord& staged) { on_staged(ExpirationOf(staged.entry())); });
         return absl::OkStatus();
       },
       [](const absl::Status&) { return false; });
@@ -668,19 +683,9 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
   std::map<uint64_t, std::string> incoming;
   const absl::Status status = r.ForEachRecord(
       [&](const logstore::StateRecord& record) {
-        const StoreBatch::Entry& e = record.entry();
-        StoredTimer t{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload};
-        switch (logstore::FamilyOf(e.op)) {
-          case Family::kTimers:
-            on_timer(t);
-            break;
-          case Family::kExpirations:
-            on_expiration(StoredExpiration{e.delivery_id, t, e.fired_at_unix_ns, e.attempt});
-            break;
-          case Family::kIncoming:
-            incoming[e.delivery_id] = std::string(record.op());
-            break;
-        }
+        VisitRecord(record, on_timer, on_expiration, [&](const logstore::StateRecord& staged) {
+          incoming[staged.entry().delivery_id] = std::string(staged.op());
+        });
         return absl::OkStatus();
       },
       on_corrupt);
@@ -695,11 +700,7 @@ absl::Status LogTimerStore::Recover(absl::FunctionRef<void(const StoredTimer&)> 
 absl::Status LogTimerStore::ForEachIncoming(absl::FunctionRef<void(const StoredExpiration&)> on_staged) {
   Rep& r = *rep_;
   absl::MutexLock l(&r.mu);
-  auto visit = [&](const StoreBatch::Entry& e) {
-    on_staged(StoredExpiration{e.delivery_id,
-                               StoredTimer{e.key, e.deadline_unix_ns, e.ttl_ns, e.interval_ns, e.payload},
-                               e.fired_at_unix_ns, e.attempt});
-  };
+  auto visit = [&](const StoreBatch::Entry& e) { on_staged(ExpirationOf(e)); };
   if (r.incoming) {
     for (const auto& [id, op] : *r.incoming) {
       std::string_view rest = op;
