@@ -47,7 +47,9 @@ absl::StatusOr<std::unique_ptr<DirLock>> DirLock::AcquireShared(const std::strin
 }
 
 DirLock::~DirLock() {
+  // Closing the last descriptor of the description releases the flock (-1: a shared hold of a dir without a
+  // lock file, nothing held).
   if (fd_ >= 0) ::close(fd_);
-}  // Closing the last descriptor of the description releases the flock.
+}
 
 }  // namespace lawn
