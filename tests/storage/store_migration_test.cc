@@ -189,6 +189,31 @@ TEST(StoreMigrationTest, ARoundTripKeepsEveryRecordAndBothBackups) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A format 3 store with a cluster member's staged entries goes back to format 2 only as a member's store
+// (StoreMigrationOptions::staging, lawnd's cluster mode): a single lawnd's RocksDB store gets no staging
+// area, so the migration stops before the switch, naming why, and the old store stays in force.
+TEST(StoreMigrationTest, StagedEntriesGoBackToFormat2OnlyAsAClusterMembersStore) {
+  TempDir dir;
+  const std::string path = dir.Sub("data");
+  const Held held = MakeStore(From::kLog, path, 20);
+  StoreMigrationOptions single = MigrationOptionsFor(path);
+  single.staging = false;
+  const absl::Status refused = MigrateToRocksDbStore(single).status();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("no staging area"), std::string::npos) << refused;
+  EXPECT_FALSE(fs::exists(path + "/" + kMigratingBackDir));
+  EXPECT_EQ(InspectDataDir(path).value(), DataDirStore::kLog);
+  {
+    auto old_store = OpenLog(path);
+    ASSERT_NE(old_store, nullptr);
+    EXPECT_EQ(Contents(*old_store), held.contents);
+    EXPECT_EQ(Incoming(*old_store), held.staged);
+  }
+  ASSERT_TRUE(MigrateToRocksDbStore(MigrationOptionsFor(path)).ok());
+  auto migrated = OpenRocksDb(path);
+  EXPECT_EQ(Incoming(*migrated), held.staged);
+}
+
 TEST(StoreMigrationTest, ACrashAtAnyStepOfTheSwitchIsFinishedByResume) {
   for (From from : {From::kRocksDb, From::kLog}) {
     SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
