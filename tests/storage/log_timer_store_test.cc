@@ -177,7 +177,7 @@ TEST(LogTimerStoreTest, ReadWithoutOpeningReadsWhatRecoverReadsAndChangesNothing
     }
     log->WaitForSnapshot();
     EXPECT_GT(log->stats().snapshots, 0u);
-    // A lawnd has the dir open.
+    // A store has the dir open (as a running lawnd has).
     StoreContents ignored;
     std::vector<ExpirationCopy> ignored_staged;
     EXPECT_EQ(ReadCopies(options.path, &ignored, &ignored_staged).code(), absl::StatusCode::kUnavailable);
