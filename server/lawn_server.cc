@@ -228,6 +228,9 @@ absl::Status LawnServer::Start() {
     store = std::move(*opened);
   }
   metrics_ = std::make_unique<Metrics>(options_.shards, DurabilityName(options_.durability));
+  metrics_->SetStorage(engine, engine == "log"       ? std::to_string(LogTimerStore::kFormatVersion)
+                               : engine == "rocksdb" ? std::to_string(RocksDbTimerStore::kFormatVersion)
+                                                     : "none");
   if (!options_.metrics_listen.empty()) {
     if (absl::Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
     spdlog::info("metrics on http://{}:{}/metrics", HostOf(options_.metrics_listen), metrics_->port());

@@ -197,6 +197,15 @@ Metrics::Metrics(uint32_t shards, std::string_view durability) : registry_(std::
                               .Register(*registry_);
 }
 
+void Metrics::SetStorage(std::string_view engine, std::string_view format) {
+  prometheus::BuildGauge()
+      .Name("lawn_storage_info")
+      .Help("The store lawnd opened: storage.engine (log, rocksdb; memory: none) and its storage format")
+      .Register(*registry_)
+      .Add({{"engine", std::string(engine)}, {"format", std::string(format)}})
+      .Set(1);
+}
+
 Metrics::~Metrics() = default;
 
 absl::Status Metrics::Serve(const std::string& listen) {

@@ -84,6 +84,9 @@ class Metrics {
   prometheus::Counter& store_snapshot_failures() { return *store_snapshot_failures_; }
   prometheus::Gauge& store_log_bytes() { return *store_log_bytes_; }
   prometheus::Gauge& store_snapshot_bytes() { return *store_snapshot_bytes_; }
+  // lawn_storage_info{engine, format} 1: the store lawnd opened ("memory" and "none" without one), so that a
+  // fleet's migrations (storage/store_migration.h) can be followed in Prometheus. Call once, after the open.
+  void SetStorage(std::string_view engine, std::string_view format);
   prometheus::Gauge& outbox(const std::string& ns);
   prometheus::Gauge& subscribers(const std::string& ns);
   // Removes a forgotten namespace's series.

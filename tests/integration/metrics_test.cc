@@ -88,6 +88,7 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
       {"lawn_store_snapshot_failures_total", "counter"},
       {"lawn_store_log_bytes", "gauge"},
       {"lawn_store_snapshot_bytes", "gauge"},
+      {"lawn_storage_info", "gauge"},
   };
   const std::multimap<std::string, std::string> types = TypeLines(text);
   for (const auto& [name, type] : documented) {
@@ -109,6 +110,7 @@ TEST(MetricsTest, ScrapeShowsEveryMetricWithItsTypeAndCountersMove) {
   // The default engine for a new data dir is the log: what it wrote since its (no) snapshot.
   EXPECT_GT(Sample(text, R"(lawn_store_log_bytes)"), 0);
   EXPECT_EQ(Sample(text, R"(lawn_store_snapshot_bytes)"), 0);
+  EXPECT_EQ(Sample(text, R"(lawn_storage_info\{engine="log",format="3"\})"), 1);
   // Every firing is counted once its round is written, labelled with the durability mode (sync by default).
   EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_count\{durability="sync"\})"), 5);
   EXPECT_GE(Sample(text, R"(lawn_fired_lateness_seconds_bucket\{durability="sync",le="\+Inf"\})"), 5);
