@@ -47,13 +47,11 @@ absl::StatusOr<DataDirStore> CheckDumpable(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return absl::NotFoundError(absl::StrCat(dir, " is not a directory"));
-  for (const char* building : {kMigratingDir, kMigratingBackDir}) {
-    if (std::filesystem::exists(std::filesystem::path(dir) / building, ec)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          dir, " holds a storage migration that has not finished (", building,
-          "/): start lawnd on it once (a durable start finishes a switch under way or removes a half-built "
-          "store), then dump"));
-    }
+  if (const char* building = MigrationUnderWay(dir)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, " holds a storage migration that has not finished (", building,
+        "/): start lawnd on it once (a durable start finishes a switch under way or removes a half-built "
+        "store), then dump"));
   }
   LAWN_ASSIGN_OR_RETURN(DataDirStore holds, InspectDataDir(dir));
   if (holds == DataDirStore::kNone) {

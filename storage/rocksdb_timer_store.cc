@@ -403,13 +403,15 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
     descriptors.push_back({kIncomingCf, record_cf});
   const bool has_v1_timers = exists(kV1TimersCf);
   const bool has_pending = exists(kPendingCf);
-  if (options.read_only && !has_pending) {
+  // A read-only open cannot migrate format version 1 (nor tell it from a dir of no lawn store's yet).
+  auto refuse_version_1 = [&options] {
     return absl::FailedPreconditionError(
         absl::StrCat("data dir ", options.path,
-                     " holds storage format version 1 (or no lawn store): start lawnd on it once to migrate "
-                     "it to version ",
+                     " holds storage format version 1: start lawnd on it once "
+                     "to migrate it to version ",
                      kFormatVersion, ", then read it"));
-  }
+  };
+  if (options.read_only && !has_pending) return refuse_version_1();
   if (has_v1_timers) descriptors.push_back({kV1TimersCf, record_cf});
   for (const std::string& name : existing) {
     if (name == rocksdb::kDefaultColumnFamilyName || name == kPendingCf || name == kOutboxCf ||
@@ -441,12 +443,7 @@ absl::StatusOr<std::unique_ptr<RocksDbTimerStore>> RocksDbTimerStore::Open(const
   absl::StatusOr<int> version = rep->CheckFormat(unknown_cfs);
   if (!version.ok()) return version.status();
   if (options.read_only) {
-    if (*version == 1) {
-      return absl::FailedPreconditionError(absl::StrCat("data dir ", options.path,
-                                                        " holds storage format version 1: start lawnd on it "
-                                                        "once to migrate it to version ",
-                                                        kFormatVersion, ", then read it"));
-    }
+    if (*version == 1) return refuse_version_1();
     return std::unique_ptr<RocksDbTimerStore>(new RocksDbTimerStore(std::move(rep)));
   }
   if (options.staging && !has_incoming && !new_db) {

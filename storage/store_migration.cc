@@ -265,11 +265,9 @@ absl::StatusOr<StoreMigrationResult> Migrate(const Direction& d, const StoreMigr
   const fs::path root(options.path);
   const fs::path building = root / d.building;
   std::error_code ec;
-  for (const Direction* other : kDirections) {
-    if (fs::exists(root / other->building, ec)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(d.what, ": ", (root / other->building).string(), " exists (resume it first)"));
-    }
+  if (const char* under_way = MigrationUnderWay(options.path)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(d.what, ": ", (root / under_way).string(), " exists (resume it first)"));
   }
   if (fs::exists(root / d.backup, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -315,6 +313,14 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
 
 absl::StatusOr<StoreMigrationResult> MigrateToRocksDbStore(const StoreMigrationOptions& options) {
   return Migrate(kToRocksDb, options);
+}
+
+const char* MigrationUnderWay(const std::string& path) {
+  for (const Direction* d : kDirections) {
+    std::error_code ec;
+    if (fs::exists(fs::path(path) / d->building, ec)) return d->building;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<bool> ResumeStoreMigration(const std::string& path) {

@@ -62,6 +62,10 @@ absl::StatusOr<StoreMigrationResult> MigrateToLogStore(const StoreMigrationOptio
 // `<dir>/format3-backup`. Errors as MigrateToLogStore's, with `format3-backup` for `format2-backup`.
 absl::StatusOr<StoreMigrationResult> MigrateToRocksDbStore(const StoreMigrationOptions& options);
 
+// The building dir (kMigratingDir or kMigratingBackDir) of a migration under way in `path`, or nullptr when
+// there is none: ResumeStoreMigration's to finish, and nobody else's to read.
+const char* MigrationUnderWay(const std::string& path);
+
 // Finishes a migration whose switch had begun (true), or removes a new store whose building a crash
 // interrupted, leaving the old one in force (false; also when there is nothing to do). UNAVAILABLE on I/O
 // errors: then the data dir must not be opened.

@@ -62,6 +62,7 @@ std::unique_ptr<TimerStore> OpenStore(From engine, const std::string& path) {
 }
 
 From Other(From engine) { return engine == From::kLog ? From::kRocksDb : From::kLog; }
+const char* WayName(From from) { return from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2"; }
 
 const char* BuildingDir(From from) { return from == From::kRocksDb ? kMigratingDir : kMigratingBackDir; }
 const char* BackupDir(From from) { return from == From::kRocksDb ? kFormat2BackupDir : kFormat3BackupDir; }
@@ -147,7 +148,7 @@ void ExpectMigrated(From from, const std::string& path, const Held& want, uint64
 
 TEST(StoreMigrationTest, CarriesEveryRecordAndTheBootEpochAndKeepsTheOldStoreAsABackup) {
   for (From from : {From::kRocksDb, From::kLog}) {
-    SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
+    SCOPED_TRACE(WayName(from));
     TempDir dir;
     const std::string path = dir.Sub("data");
     // 6000 timers, a fifth of them with 700-byte payloads: about 1 MiB per write of the new store, so it
@@ -216,7 +217,7 @@ TEST(StoreMigrationTest, StagedEntriesGoBackToFormat2OnlyAsAClusterMembersStore)
 
 TEST(StoreMigrationTest, ACrashAtAnyStepOfTheSwitchIsFinishedByResume) {
   for (From from : {From::kRocksDb, From::kLog}) {
-    SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
+    SCOPED_TRACE(WayName(from));
     int steps = 0;
     for (int stop_at = 0;; ++stop_at) {
       SCOPED_TRACE("stopped before step " + std::to_string(stop_at));
@@ -253,7 +254,7 @@ TEST(StoreMigrationTest, ACrashAtAnyStepOfTheSwitchIsFinishedByResume) {
 
 TEST(StoreMigrationTest, AnInterruptedBuildIsDiscardedAndTheOldStoreKept) {
   for (From from : {From::kRocksDb, From::kLog}) {
-    SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
+    SCOPED_TRACE(WayName(from));
     TempDir dir;
     const std::string path = dir.Sub("data");
     const Held held = MakeStore(from, path, 100);
@@ -285,7 +286,7 @@ TEST(StoreMigrationTest, AnInterruptedBuildIsDiscardedAndTheOldStoreKept) {
 
 TEST(StoreMigrationTest, RefusalsAndFailuresLeaveTheOldStoreAsItWas) {
   for (From from : {From::kRocksDb, From::kLog}) {
-    SCOPED_TRACE(from == From::kRocksDb ? "format 2 -> 3" : "format 3 -> 2");
+    SCOPED_TRACE(WayName(from));
     TempDir dir;
     const std::string path = dir.Sub("data");
     const Held held = MakeStore(from, path, 100);
